@@ -1,0 +1,64 @@
+import type { Algorithm, LimitRule } from './policy';
+
+/**
+ * Proof of one spend: what it took, from which keys, at which instant of the store's clock.
+ * Hand it (or its {@link Decision}) to {@link Limiter.refund} to give exactly that spend back.
+ * A receipt refunds at most once; the receipt of a refused or read-only decision refunds nothing.
+ */
+export interface Receipt {
+  /** Name of the policy that charged the spend. */
+  readonly policy: string;
+  /** Algorithm of that policy when it charged. */
+  readonly algorithm: Algorithm;
+  /** The limits the spend was charged under (a refund goes back to these windows). */
+  readonly limits: readonly LimitRule[];
+  /** The distinct keys charged, in call order. */
+  readonly keys: readonly string[];
+  /** Units charged on every key; 0 when nothing was spent. */
+  readonly cost: number;
+  /** The store clock's reading (ms since the epoch) when the spend happened. */
+  readonly at: number;
+  /** Whether anything was spent; false for refused and read-only decisions. */
+  readonly spent: boolean;
+}
+
+/** Which key and limit refused a call (the one that would stay refused longest). */
+export interface BlockedBy {
+  /** The caller's key, as given to `consume`. */
+  readonly key: string;
+  /** The limit that refused. */
+  readonly limit: number;
+  /** That limit's window, in ms. */
+  readonly windowMs: number;
+}
+
+/**
+ * The outcome of one {@link Limiter.consume} (or {@link Limiter.peek}).
+ *
+ * @example
+ * const decision = await limiter.consume(['ip:203.0.113.7', 'email:5f4dcc3b']);
+ * if (!decision.allowed) throw new TooManyRequests(decision.retryAfterMs);
+ */
+export interface Decision {
+  /** Whether the call may proceed (and, for `consume`, was charged on every key). */
+  readonly allowed: boolean;
+  /** Units left under the binding limit (the tightest over all keys and limits) after this call. */
+  readonly remaining: number;
+  /** The binding limit's size. */
+  readonly limit: number;
+  /** The binding limit's window, in ms. */
+  readonly windowMs: number;
+  /**
+   * 0 when allowed; otherwise the earliest wait (ms) after which the same call is allowed if nobody
+   * else spends.
+   */
+  readonly retryAfterMs: number;
+  /** Milliseconds until every key is back to its full budget (0 when nothing is held). */
+  readonly resetAfterMs: number;
+  /** For a refusal, the key and limit that refused. */
+  readonly blockedBy?: BlockedBy;
+  /** Name of the policy that decided. */
+  readonly policy: string;
+  /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */
+  readonly receipt: Receipt;
+}

@@ -1,0 +1,49 @@
+/** Caller keys as accepted by {@link Limiter.consume}: one key or a non-empty list. */
+export type Keys = string | readonly string[];
+
+/**
+ * Validates caller keys and drops repeats (a key named twice is charged once), keeping call order.
+ *
+ * @throws TypeError naming `keys` when the list is empty or holds a non-string or empty string
+ */
+export function normalizeKeys(keys: Keys): string[] {
+  const list: readonly unknown[] = typeof keys === 'string' ? [keys] : keys;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new TypeError(
+      `keys must be a non-empty string or a non-empty array of non-empty strings; got ${describe(keys)}`,
+    );
+  }
+  const seen = new Set<string>();
+  list.forEach((key, index) => {
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new TypeError(`keys[${index}] must be a non-empty string; got ${describe(key)}`);
+    }
+    seen.add(key);
+  });
+  return [...seen];
+}
+
+/**
+ * Validates a cost against a policy's smallest limit.
+ *
+ * @throws RangeError naming `cost`
+ */
+export function normalizeCost(cost: unknown, smallestLimit: number): number {
+  if (cost === undefined) return 1;
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new RangeError(`cost must be a whole number of at least 1; got ${describe(cost)}`);
+  }
+  if (cost > smallestLimit) {
+    throw new RangeError(
+      `cost ${cost} is above the policy's limit of ${smallestLimit}: it could never be allowed`,
+    );
+  }
+  return cost;
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : 'an array';
+  if (value === null) return 'null';
+  return typeof value === 'number' ? String(value) : typeof value;
+}

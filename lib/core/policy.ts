@@ -1,0 +1,116 @@
+import { type Duration, parseDuration } from './duration.util';
+
+/** The algorithms a policy can use. */
+export type Algorithm = 'fixed-window' | 'sliding-window';
+
+/** Every algorithm this version implements, in documentation order. */
+export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
+
+/** One limit as written in a policy: `limit` units per `window`. */
+export interface LimitOptions {
+  /** Units allowed per window: a whole number of at least 1. */
+  readonly limit: number;
+  /** Window length: whole ms or a duration string (`'15m'`). */
+  readonly window: Duration;
+}
+
+/**
+ * A named rate-limit policy.
+ *
+ * @example
+ * const login: PolicyOptions = { name: 'login', algorithm: 'sliding-window', limit: 10, window: '15m' };
+ * const api: PolicyOptions = {
+ *   name: 'api',
+ *   algorithm: 'fixed-window',
+ *   limits: [{ limit: 5, window: '1m' }, { limit: 20, window: '1h' }],
+ * };
+ */
+export interface PolicyOptions {
+  /** Identifies the policy in stored keys, headers and errors: letters, digits and `_.:-`. */
+  readonly name: string;
+  /** How budget is counted. */
+  readonly algorithm: Algorithm;
+  /** Units allowed per `window` (give `limit` + `window`, `limits`, or both). */
+  readonly limit?: number;
+  /** Window of `limit`. */
+  readonly window?: Duration;
+  /** Further limits checked in the same decision: allowed only if every limit allows. */
+  readonly limits?: readonly LimitOptions[];
+}
+
+/** One validated limit: `limit` units per `windowMs` milliseconds. */
+export interface LimitRule {
+  /** Units allowed per window. */
+  readonly limit: number;
+  /** Window length in ms. */
+  readonly windowMs: number;
+}
+
+/** A validated policy, as a {@link Limiter} uses it. */
+export interface ResolvedPolicy {
+  /** The policy's name. */
+  readonly name: string;
+  /** The policy's algorithm. */
+  readonly algorithm: Algorithm;
+  /** Its limits, in the order given (top-level `limit`/`window` first). */
+  readonly limits: readonly LimitRule[];
+}
+
+const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * Validates a policy and converts its durations to milliseconds.
+ *
+ * @throws TypeError / RangeError naming the offending field
+ */
+export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
+  if (policy === null || typeof policy !== 'object') {
+    throw new TypeError(`policy must be an object; got ${policy === null ? 'null' : typeof policy}`);
+  }
+  const { name, algorithm } = policy;
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new RangeError(
+      `policy.name must be 1-64 characters of letters, digits and _.:- ; got ${JSON.stringify(name)}`,
+    );
+  }
+  if (!ALGORITHMS.includes(algorithm)) {
+    throw new RangeError(
+      `policy.algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}; got ${JSON.stringify(algorithm)}`,
+    );
+  }
+  const given: Array<{ options: Partial<LimitOptions>; path: string }> = [];
+  if (policy.limit !== undefined || policy.window !== undefined) {
+    given.push({ options: { limit: policy.limit, window: policy.window }, path: 'policy' });
+  }
+  if (policy.limits !== undefined) {
+    if (!Array.isArray(policy.limits)) {
+      throw new TypeError('policy.limits must be an array of { limit, window }');
+    }
+    policy.limits.forEach((options, index) =>
+      given.push({ options, path: `policy.limits[${index}]` }),
+    );
+  }
+  if (given.length === 0) {
+    throw new TypeError(`policy '${name}' needs limit and window (or limits)`);
+  }
+  const limits = given.map(({ options, path }) => resolveLimit(options, path));
+  return Object.freeze({ name, algorithm, limits: Object.freeze(limits) });
+}
+
+function resolveLimit(options: Partial<LimitOptions>, path: string): LimitRule {
+  const { limit, window } = options ?? {};
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`${path}.limit must be a whole number of at least 1; got ${String(limit)}`);
+  }
+  if (window === undefined) {
+    throw new TypeError(`${path}.window is required`);
+  }
+  const windowMs = parseDuration(window, `${path}.window`);
+  // The scripts compare limit × window in Lua numbers (doubles): keep the product exact.
+  if (limit * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(
+      `${path}: limit × window must stay below 2^53 (${limit} × ${windowMs} ms is too large)`,
+    );
+  }
+  return Object.freeze({ limit, windowMs });
+}

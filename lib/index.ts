@@ -1,0 +1,8 @@
+/**
+ * redlimit: rate limiting for NestJS on Redis that stays correct under concurrency.
+ *
+ * The core (`Limiter`, stores) has no NestJS dependency and can be used on its own.
+ * @packageDocumentation
+ */
+export * from './core';
+export * from './stores';

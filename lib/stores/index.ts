@@ -1,0 +1,4 @@
+export * from './memory.store';
+export * from './redis.store';
+export * from './storage-key.util';
+export * from './store.interface';

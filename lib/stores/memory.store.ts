@@ -1,0 +1,172 @@
+import type { Algorithm } from '../core/policy';
+import { fixedWindowMemory } from './memory/fixed-window.memory';
+import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm';
+import { slidingWindowMemory } from './memory/sliding-window.memory';
+import { storageKey } from './storage-key.util';
+import type {
+  RefundRequest,
+  ResetRequest,
+  SpendRequest,
+  SpendResult,
+  Store,
+} from './store.interface';
+
+const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
+  'fixed-window': fixedWindowMemory as MemoryAlgorithm<unknown>,
+  'sliding-window': slidingWindowMemory as MemoryAlgorithm<unknown>,
+};
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Source of time in ms. Default: a monotonic clock (`performance.timeOrigin + performance.now()`),
+   * so a wall-clock jump cannot corrupt windows.
+   */
+  readonly clock?: () => number;
+  /** How often, at most, a write sweeps out expired state. Default 10 000 ms. */
+  readonly sweepIntervalMs?: number;
+}
+
+interface Entry {
+  value: unknown;
+  expiresAt: number;
+}
+
+const monotonicNow = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,
+ * tests and single-process apps. Limits are per process: N instances behind a load balancer allow
+ * N times the limit. Expired state is swept out as writes happen (no timer per key), so memory
+ * stays bounded by the live keys.
+ *
+ * @example
+ * const limiter = new Limiter(new MemoryStore(), { name: 'api', algorithm: 'sliding-window', limit: 100, window: '1m' });
+ */
+export class MemoryStore implements Store {
+  private readonly entries = new Map<string, Entry>();
+  private readonly clock: () => number;
+  private readonly sweepIntervalMs: number;
+  private nextSweepAt = 0;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new TypeError('MemoryStore options.clock must be a function returning ms');
+    }
+    const sweep = options.sweepIntervalMs ?? 10_000;
+    if (!Number.isFinite(sweep) || sweep < 0) {
+      throw new RangeError(`MemoryStore options.sweepIntervalMs must be ≥ 0; got ${sweep}`);
+    }
+    this.clock = options.clock ?? monotonicNow;
+    this.sweepIntervalMs = sweep;
+  }
+
+  /** Number of live entries (one per key and limit with state); for tests and metrics. */
+  get size(): number {
+    this.sweep(this.now(), true);
+    return this.entries.size;
+  }
+
+  consume(request: SpendRequest): Promise<SpendResult> {
+    return Promise.resolve(this.decide(request, true));
+  }
+
+  peek(request: SpendRequest): Promise<SpendResult> {
+    return Promise.resolve(this.decide(request, false));
+  }
+
+  refund(request: RefundRequest): Promise<void> {
+    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
+    const now = this.now();
+    request.keys.forEach((key) =>
+      request.limits.forEach((rule, l) => {
+        const name = storageKey('', key, request.policy, l);
+        const state = this.read(name, algorithm, now);
+        if (state === undefined) return;
+        const next = algorithm.refund(state, rule, request.cost, request.at);
+        if (next === null) this.entries.delete(name);
+        else if (next !== undefined) (this.entries.get(name) as Entry).value = next;
+      }),
+    );
+    return Promise.resolve();
+  }
+
+  reset(request: ResetRequest): Promise<void> {
+    for (const key of request.keys) {
+      request.limits.forEach((_, l) => this.entries.delete(storageKey('', key, request.policy, l)));
+    }
+    return Promise.resolve();
+  }
+
+  private decide(request: SpendRequest, spend: boolean): SpendResult {
+    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
+    const now = this.now();
+    const pairs: Array<{ name: string; evaluation: PairEvaluation<unknown> }> = [];
+    let allowed = true;
+    let remaining = Infinity;
+    let limitIndex = 0;
+    let retryAfterMs = 0;
+    let blockedKeyIndex = -1;
+    let blockedLimitIndex = 0;
+    request.keys.forEach((key, k) =>
+      request.limits.forEach((rule, l) => {
+        const name = storageKey('', key, request.policy, l);
+        const evaluation = algorithm.evaluate(this.read(name, algorithm, now), rule, request.cost, now);
+        pairs.push({ name, evaluation });
+        if (!evaluation.fits) {
+          allowed = false;
+          if (evaluation.waitMs > retryAfterMs || blockedKeyIndex < 0) {
+            retryAfterMs = evaluation.waitMs;
+            blockedKeyIndex = k;
+            blockedLimitIndex = l;
+          }
+        }
+        if (evaluation.remaining < remaining) {
+          remaining = evaluation.remaining;
+          limitIndex = l;
+        }
+      }),
+    );
+    let resetAfterMs = 0;
+    for (const { name, evaluation } of pairs) {
+      resetAfterMs = Math.max(resetAfterMs, evaluation.resetMs(allowed));
+      if (allowed && spend) {
+        this.entries.set(name, {
+          value: evaluation.next.state,
+          expiresAt: evaluation.next.expiresAt,
+        });
+      }
+    }
+    if (allowed && spend) this.sweep(now, false);
+    if (allowed) {
+      retryAfterMs = 0;
+      blockedKeyIndex = -1;
+    } else {
+      limitIndex = blockedLimitIndex;
+    }
+    return { allowed, remaining, limitIndex, retryAfterMs, resetAfterMs, blockedKeyIndex, at: now };
+  }
+
+  private read(name: string, algorithm: MemoryAlgorithm<unknown>, now: number): unknown {
+    const entry = this.entries.get(name);
+    if (!entry) return undefined;
+    if (entry.expiresAt <= now) {
+      this.entries.delete(name);
+      return undefined;
+    }
+    return algorithm.owns(entry.value) ? entry.value : undefined;
+  }
+
+  private now(): number {
+    return Math.floor(this.clock());
+  }
+
+  /** Drops expired entries, at most once per sweep interval unless forced. */
+  private sweep(now: number, force: boolean): void {
+    if (!force && now < this.nextSweepAt) return;
+    this.nextSweepAt = now + this.sweepIntervalMs;
+    for (const [name, entry] of this.entries) {
+      if (entry.expiresAt <= now) this.entries.delete(name);
+    }
+  }
+}

@@ -1,0 +1,33 @@
+import type { MemoryAlgorithm } from './memory-algorithm';
+
+/** Count of the window ending at `windowEnd`. */
+interface FixedWindowState {
+  readonly windowEnd: number;
+  readonly count: number;
+}
+
+/** Fixed window in memory; mirrors `lua/fixed-window/*.lua`. */
+export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
+  owns(value): value is FixedWindowState {
+    return typeof value === 'object' && value !== null && 'windowEnd' in value && 'count' in value;
+  },
+
+  evaluate(state, { limit, windowMs }, cost, now) {
+    const windowEnd = (Math.floor(now / windowMs) + 1) * windowMs;
+    const count = state?.windowEnd === windowEnd ? state.count : 0;
+    const fits = count + cost <= limit;
+    return {
+      fits,
+      remaining: limit - count - (fits ? cost : 0),
+      waitMs: windowEnd - now,
+      resetMs: (spent) => (spent || count > 0 ? windowEnd - now : 0),
+      next: { state: { windowEnd, count: count + cost }, expiresAt: windowEnd },
+    };
+  },
+
+  refund(state, { windowMs }, cost, at) {
+    const chargedEnd = (Math.floor(at / windowMs) + 1) * windowMs;
+    if (state.windowEnd !== chargedEnd) return undefined;
+    return state.count <= cost ? null : { windowEnd: state.windowEnd, count: state.count - cost };
+  },
+};

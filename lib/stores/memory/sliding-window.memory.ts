@@ -1,0 +1,69 @@
+import type { MemoryAlgorithm } from './memory-algorithm';
+
+/** Counts of window `window` (cur) and of the one before it (prev). */
+interface SlidingWindowState {
+  readonly window: number;
+  readonly cur: number;
+  readonly prev: number;
+}
+
+/** Sliding window (weighted two-window counter) in memory; mirrors `lua/sliding-window/*.lua`. */
+export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
+  owns(value): value is SlidingWindowState {
+    return typeof value === 'object' && value !== null && 'cur' in value && 'prev' in value;
+  },
+
+  evaluate(state, { limit, windowMs }, cost, now) {
+    const w = Math.floor(now / windowMs);
+    const elapsed = now - w * windowMs;
+    let cur = 0;
+    let prev = 0;
+    if (state?.window === w) {
+      cur = state.cur;
+      prev = state.prev;
+    } else if (state?.window === w - 1) {
+      prev = state.cur;
+    }
+    const weighted = prev * (windowMs - elapsed);
+    const fits = weighted + (cur + cost) * windowMs <= limit * windowMs;
+    const after = fits ? cur + cost : cur;
+    return {
+      fits,
+      remaining: Math.floor((limit * windowMs - weighted) / windowMs) - after,
+      waitMs: fits ? 0 : waitFor(cur, prev, limit, windowMs, elapsed, cost),
+      resetMs(spent) {
+        const held = spent ? cur + cost : cur;
+        if (held > 0) return 2 * windowMs - elapsed;
+        return prev > 0 ? windowMs - elapsed : 0;
+      },
+      next: { state: { window: w, cur: cur + cost, prev }, expiresAt: (w + 2) * windowMs },
+    };
+  },
+
+  refund(state, { windowMs }, cost, at) {
+    const charged = Math.floor(at / windowMs);
+    let { cur, prev } = state;
+    if (state.window === charged && cur > 0) cur -= Math.min(cost, cur);
+    else if (state.window === charged + 1 && prev > 0) prev -= Math.min(cost, prev);
+    else return undefined;
+    return cur === 0 && prev === 0 ? null : { window: state.window, cur, prev };
+  },
+};
+
+/** Earliest wait until `cost` fits; same closed form as the Lua script. */
+function waitFor(
+  cur: number,
+  prev: number,
+  limit: number,
+  windowMs: number,
+  elapsed: number,
+  cost: number,
+): number {
+  const room = limit - cur - cost;
+  if (room >= 0 && prev > 0) {
+    const at = windowMs - Math.floor((room * windowMs) / prev);
+    if (at <= windowMs - 1) return at - elapsed;
+  }
+  const at = cur > 0 ? Math.max(0, windowMs - Math.floor(((limit - cost) * windowMs) / cur)) : 0;
+  return windowMs - elapsed + at;
+}

@@ -1,0 +1,133 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { ScriptOperation } from './scripts';
+import { scriptFor } from './scripts';
+import { storageKeys } from './storage-key.util';
+import type {
+  RefundRequest,
+  ResetRequest,
+  SpendRequest,
+  SpendResult,
+  Store,
+} from './store.interface';
+
+/** An ioredis client: a single `Redis` connection or a `Cluster`. */
+export type RedisClient = Redis | Cluster;
+
+/** Options of {@link RedisStore}. */
+export interface RedisStoreOptions {
+  /** The ioredis client to run scripts on. The store never closes it. */
+  readonly client: RedisClient;
+  /** Prepended to every stored key. Default `'rl:'`. */
+  readonly prefix?: string;
+  /**
+   * Replaces Redis `TIME` as the source of time (ms since the epoch), e.g. a controllable clock
+   * in tests. Expiries then follow this clock, offset by its distance from real time at
+   * construction: a clock that falls behind real time by more than a window loses state early.
+   */
+  readonly clock?: () => number;
+}
+
+type ScriptReply = [number, number, number, number, number, number, number];
+type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
+/**
+ * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
+ * one Lua script run (EVALSHA, reloaded transparently after a script flush or restart), so the
+ * check and the spend cannot be interleaved with anything.
+ *
+ * @example
+ * const store = new RedisStore({ client: new Redis(process.env.REDIS_URL!) });
+ * const limiter = new Limiter(store, { name: 'login', algorithm: 'fixed-window', limit: 10, window: '15m' });
+ */
+export class RedisStore implements Store {
+  private readonly client: RedisClient;
+  private readonly prefix: string;
+  private readonly clock?: () => number;
+  private readonly expiryOffsetMs: number;
+
+  constructor(options: RedisStoreOptions) {
+    const client = options?.client;
+    if (!client || typeof (client as { defineCommand?: unknown }).defineCommand !== 'function') {
+      throw new TypeError('RedisStore options.client must be an ioredis Redis or Cluster client');
+    }
+    const prefix = options.prefix ?? 'rl:';
+    if (typeof prefix !== 'string') {
+      throw new TypeError(`RedisStore options.prefix must be a string; got ${typeof prefix}`);
+    }
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new TypeError('RedisStore options.clock must be a function returning ms since the epoch');
+    }
+    this.client = client;
+    this.prefix = prefix;
+    this.clock = options.clock;
+    this.expiryOffsetMs = options.clock ? Date.now() - Math.floor(options.clock()) : 0;
+  }
+
+  consume(request: SpendRequest): Promise<SpendResult> {
+    return this.decide(request, true);
+  }
+
+  peek(request: SpendRequest): Promise<SpendResult> {
+    return this.decide(request, false);
+  }
+
+  async refund(request: RefundRequest): Promise<void> {
+    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
+    await this.run(request.algorithm, 'refund', keys, [
+      this.expiryOffsetMs,
+      request.cost,
+      request.at,
+      ...limitArgs(request),
+    ]);
+  }
+
+  async reset(request: ResetRequest): Promise<void> {
+    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
+    await this.client.del(...keys);
+  }
+
+  private async decide(request: SpendRequest, spend: boolean): Promise<SpendResult> {
+    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
+    const now = this.clock ? String(Math.floor(this.clock())) : '';
+    const reply = (await this.run(request.algorithm, 'consume', keys, [
+      now,
+      this.expiryOffsetMs,
+      request.cost,
+      spend ? '1' : '0',
+      ...limitArgs(request),
+    ])) as ScriptReply;
+    const [allowed, remaining, binding, retryAfterMs, resetAfterMs, refusing, at] = reply;
+    return {
+      allowed: allowed === 1,
+      remaining,
+      limitIndex: binding - 1,
+      retryAfterMs,
+      resetAfterMs,
+      blockedKeyIndex: refusing - 1,
+      at,
+    };
+  }
+
+  /** Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. */
+  private run(
+    algorithm: SpendRequest['algorithm'],
+    operation: ScriptOperation,
+    keys: string[],
+    args: Array<string | number>,
+  ): Promise<unknown> {
+    const { command, lua } = scriptFor(algorithm, operation);
+    const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
+    let call = client[command];
+    if (!call) {
+      this.client.defineCommand(command, { lua });
+      call = client[command] as ScriptCommand;
+    }
+    return call.call(this.client, keys.length, ...keys, ...args);
+  }
+}
+
+function limitArgs(request: SpendRequest): Array<number> {
+  const args: number[] = [request.limits.length];
+  for (const { limit, windowMs } of request.limits) args.push(limit, windowMs);
+  return args;
+}

@@ -1,0 +1,65 @@
+import type { Algorithm, LimitRule } from '../core/policy';
+
+/** What a {@link Store} is asked to check (and, for `consume`, spend) in one atomic step. */
+export interface SpendRequest {
+  /** Policy name; part of every stored key, so policies never share state. */
+  readonly policy: string;
+  /** Counting algorithm. */
+  readonly algorithm: Algorithm;
+  /** Every limit is checked on every key. */
+  readonly limits: readonly LimitRule[];
+  /** Distinct, validated caller keys. */
+  readonly keys: readonly string[];
+  /** Units to charge on every key (≥ 1). */
+  readonly cost: number;
+}
+
+/** A store's answer to a {@link SpendRequest}. */
+export interface SpendResult {
+  /** True when every limit allowed on every key (and, for `consume`, all were charged). */
+  readonly allowed: boolean;
+  /** Units left under the binding limit. */
+  readonly remaining: number;
+  /** Index into `limits` of the binding limit: least remaining, or the refusing one when refused. */
+  readonly limitIndex: number;
+  /** 0 when allowed, else the earliest wait after which the same request is allowed. */
+  readonly retryAfterMs: number;
+  /** Time until every key is back to full budget. */
+  readonly resetAfterMs: number;
+  /** Index into `keys` of the key that refused (the longest wait), or -1. */
+  readonly blockedKeyIndex: number;
+  /** The store clock's reading when the request was decided, in ms. */
+  readonly at: number;
+}
+
+/** Returns what one earlier spend took, to the windows it was taken from. */
+export interface RefundRequest extends SpendRequest {
+  /** `at` of the spend being refunded. */
+  readonly at: number;
+}
+
+/** Removes all state a policy holds for some keys. */
+export interface ResetRequest {
+  /** Policy name. */
+  readonly policy: string;
+  /** How many limits the policy has (one stored key each per caller key). */
+  readonly limits: readonly LimitRule[];
+  /** Caller keys to clear. */
+  readonly keys: readonly string[];
+}
+
+/**
+ * Where budget lives. Every method is atomic across all keys and limits of its request.
+ * Implemented by {@link RedisStore} (shared by every process) and {@link MemoryStore}
+ * (one process).
+ */
+export interface Store {
+  /** Checks every limit on every key and, only if all allow, charges all of them. */
+  consume(request: SpendRequest): Promise<SpendResult>;
+  /** What `consume` would answer now; writes nothing. */
+  peek(request: SpendRequest): Promise<SpendResult>;
+  /** Gives back exactly what the spend at `request.at` took; never creates budget or keys. */
+  refund(request: RefundRequest): Promise<void>;
+  /** Deletes the policy's state for the keys. */
+  reset(request: ResetRequest): Promise<void>;
+}
