@@ -41,7 +41,8 @@ type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promi
  */
 export class RedisStore implements Store {
   private readonly client: RedisClient;
-  private readonly prefix: string;
+  /** Prepended to every stored key. */
+  readonly prefix: string;
   private readonly clock?: () => number;
   private readonly expiryOffsetMs: number;
 

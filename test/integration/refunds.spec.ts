@@ -1,0 +1,126 @@
+import { ALGORITHMS, Limiter, RedisStore } from '../../lib';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('refunds');
+
+describe.each(stores)('$name store', (backend) => {
+  describe.each(ALGORITHMS)('%s refunds', (algorithm) => {
+    const setup = (limit = 2) => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), { name: 'r', algorithm, limit, window: '1m' });
+      return { clock, limiter };
+    };
+
+    it('gives the spend back', async () => {
+      const { limiter } = setup(1);
+      const spent = await limiter.consume(['a', 'b']);
+      expect(await limiter.refund(spent)).toBe(true);
+      expect((await limiter.consume(['a', 'b'])).allowed).toBe(true);
+    });
+
+    it('cannot manufacture budget: 1 spend then 10 refunds at limit 2 → exactly 2 more', async () => {
+      const { limiter } = setup(2);
+      const spent = await limiter.consume('k');
+      for (let i = 0; i < 10; i++) await limiter.refund(spent);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('is idempotent: refunding a decision twice, or it and its receipt, counts once', async () => {
+      const { limiter } = setup(3);
+      const first = await limiter.consume('k');
+      await limiter.consume('k');
+      await limiter.consume('k');
+      expect(await limiter.refund(first)).toBe(true);
+      expect(await limiter.refund(first)).toBe(false);
+      expect(await limiter.refund(first.receipt)).toBe(false);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('applies one of two racing refunds of the same receipt', async () => {
+      const { limiter } = setup(2);
+      const first = await limiter.consume('k');
+      await limiter.consume('k');
+      const results = await Promise.all([limiter.refund(first), limiter.refund(first)]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('does nothing for a refused decision', async () => {
+      const { limiter } = setup(1);
+      await limiter.consume('k');
+      const refused = await limiter.consume('k');
+      expect(await limiter.refund(refused)).toBe(false);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('does nothing for a peek', async () => {
+      const { limiter } = setup(1);
+      await limiter.consume('k');
+      expect(await limiter.refund(await limiter.peek('k'))).toBe(false);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('never creates a key', async () => {
+      const store = backend.store(new TestClock());
+      const limiter = new Limiter(store, { name: 'r', algorithm, limit: 2, window: '1m' });
+      const spent = await limiter.consume('k');
+      await limiter.reset('k');
+      await limiter.refund(spent);
+      if (store instanceof RedisStore) {
+        expect(await backend.client!.keys(`${store.prefix}*`)).toEqual([]);
+      }
+      expect((await limiter.consume('k')).remaining).toBe(1); // from empty, not from below zero
+    });
+
+    it('rejects a receipt of another policy', async () => {
+      const { limiter } = setup(1);
+      const other = new Limiter(backend.store(), { name: 'other', algorithm, limit: 1, window: '1m' });
+      const spent = await other.consume('k');
+      await expect(limiter.refund(spent)).rejects.toThrow(RangeError);
+    });
+
+    it('after the charged window rolled over, leaves the new window’s spends counted', async () => {
+      const { clock, limiter } = setup(2);
+      const old = await limiter.consume('k');
+      clock.advance(60_000 * 2); // two windows on: the old spend weighs on nothing any more
+      await limiter.consume('k');
+      await limiter.consume('k');
+      await limiter.refund(old);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+  });
+
+  it('fixed window: a refund after the rollover cannot admit a 3rd call at limit 2', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), { name: 'fw', algorithm: 'fixed-window', limit: 2, window: '1m' });
+    clock.advance(59_000);
+    const late = await limiter.consume('k');
+    clock.advance(1_000); // next window
+    await limiter.consume('k');
+    await limiter.consume('k');
+    await limiter.refund(late);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+
+  it('sliding window: a spend refunded in the next window comes off the previous window', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), { name: 'sw', algorithm: 'sliding-window', limit: 2, window: '1m' });
+    const a = await limiter.consume('k');
+    await limiter.consume('k');
+    clock.advance(60_000 + 30_000); // half-way through the next window: prev 2 weighs 1
+    expect((await limiter.peek('k')).remaining).toBe(0); // a spend now would fill it
+    const b = await limiter.consume('k'); // now cur 1 + prev weight 1 = 2: full
+    expect(b.allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    await limiter.refund(a); // prev 2 → 1 weighs 0.5: one more fits (0.5 + 1 + 1 ≤ 2)? no, 2.5 > 2
+    expect((await limiter.peek('k')).allowed).toBe(false);
+    clock.advance(1); // still refused at 0.49.. + 2; the refund never touched cur
+    expect((await limiter.peek('k')).remaining).toBe(0);
+    await limiter.refund(b); // cur 1 → 0: 0.5 + 0 + 1 ≤ 2
+    expect((await limiter.consume('k')).allowed).toBe(true);
+  });
+});
