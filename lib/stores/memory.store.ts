@@ -121,8 +121,8 @@ export class MemoryStore implements Store {
             blockedLimitIndex = l;
           }
         }
-        if (evaluation.remaining < remaining) {
-          remaining = evaluation.remaining;
+        if (evaluation.room < remaining) {
+          remaining = evaluation.room;
           limitIndex = l;
         }
       }),
@@ -141,6 +141,7 @@ export class MemoryStore implements Store {
     if (allowed) {
       retryAfterMs = 0;
       blockedKeyIndex = -1;
+      remaining -= request.cost;
     } else {
       limitIndex = blockedLimitIndex;
     }

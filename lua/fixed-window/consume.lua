@@ -53,8 +53,6 @@ for l = 1, limitCount do
       if windowEnd - now > retryAfter or refusing == 0 then
         retryAfter, refusing, refusingLimit = windowEnd - now, k, l
       end
-    else
-      left = left - cost
     end
     if left < remaining then remaining, binding = left, l end
     if count > 0 and windowEnd - now > resetAfter then resetAfter = windowEnd - now end
@@ -77,6 +75,7 @@ if allowed then
     end
   end
   retryAfter, refusing = 0, 0
+  remaining = remaining - cost
 end
 
 if not allowed then binding = refusingLimit end

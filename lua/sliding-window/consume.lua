@@ -79,9 +79,7 @@ for l = 1, limitCount do
       local wait = waitFor(cur, prev, limit, window, e)
       if wait > retryAfter or refusing == 0 then retryAfter, refusing, refusingLimit = wait, k, l end
     end
-    local after = cur
-    if fits then after = cur + cost end
-    local left = math.floor((limit * window - weighted) / window) - after
+    local left = math.floor((limit * window - weighted) / window) - cur
     if left < remaining then remaining, binding = left, l end
     states[i] = { w, cur, prev, window, e }
   end
@@ -100,7 +98,7 @@ for i = 1, #KEYS do
   end
 end
 
-if allowed then retryAfter, refusing = 0, 0 end
+if allowed then retryAfter, refusing, remaining = 0, 0, remaining - cost end
 
 if not allowed then binding = refusingLimit end
 

@@ -18,7 +18,7 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
     const fits = count + cost <= limit;
     return {
       fits,
-      remaining: limit - count - (fits ? cost : 0),
+      room: limit - count,
       waitMs: windowEnd - now,
       resetMs: (spent) => (spent || count > 0 ? windowEnd - now : 0),
       next: { state: { windowEnd, count: count + cost }, expiresAt: windowEnd },

@@ -4,8 +4,8 @@ import type { LimitRule } from '../../core/policy';
 export interface PairEvaluation<S> {
   /** Whether `cost` fits under this limit on this key now. */
   readonly fits: boolean;
-  /** Units left on this pair after the call (after the spend when it fits). */
-  readonly remaining: number;
+  /** Units left on this pair before the call (a spend takes `cost` off every pair alike). */
+  readonly room: number;
   /** When it does not fit: the earliest wait after which it does. */
   readonly waitMs: number;
   /** Time until this pair holds nothing, with or without the spend. */

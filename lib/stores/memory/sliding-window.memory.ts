@@ -26,10 +26,9 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     }
     const weighted = prev * (windowMs - elapsed);
     const fits = weighted + (cur + cost) * windowMs <= limit * windowMs;
-    const after = fits ? cur + cost : cur;
     return {
       fits,
-      remaining: Math.floor((limit * windowMs - weighted) / windowMs) - after,
+      room: Math.floor((limit * windowMs - weighted) / windowMs) - cur,
       waitMs: fits ? 0 : waitFor(cur, prev, limit, windowMs, elapsed, cost),
       resetMs(spent) {
         const held = spent ? cur + cost : cur;
