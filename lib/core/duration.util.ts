@@ -36,7 +36,9 @@ export function parseDuration(value: Duration, name: string): number {
     }
     ms = Number(match[1]) * (UNIT_MS[match[2] as string] as number);
   } else {
-    throw new TypeError(`${name} must be a number of milliseconds or a duration string; got ${typeof value}`);
+    throw new TypeError(
+      `${name} must be a number of milliseconds or a duration string; got ${typeof value}`,
+    );
   }
   if (!Number.isSafeInteger(ms) || ms < 1) {
     throw new RangeError(

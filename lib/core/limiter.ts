@@ -133,7 +133,9 @@ export class Limiter {
     try {
       return await fn(attempt);
     } finally {
-      await attempt.settle().catch((error: unknown) => this.reportSettleError(error, attempt.decision));
+      await attempt
+        .settle()
+        .catch((error: unknown) => this.reportSettleError(error, attempt.decision));
     }
   }
 

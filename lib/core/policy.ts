@@ -65,7 +65,9 @@ const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  */
 export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   if (policy === null || typeof policy !== 'object') {
-    throw new TypeError(`policy must be an object; got ${policy === null ? 'null' : typeof policy}`);
+    throw new TypeError(
+      `policy must be an object; got ${policy === null ? 'null' : typeof policy}`,
+    );
   }
   const { name, algorithm } = policy;
   if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
@@ -83,7 +85,8 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     given.push({ options: { limit: policy.limit, window: policy.window }, path: 'policy' });
   }
   if (policy.limits !== undefined) {
-    if (!Array.isArray(policy.limits)) {
+    const list: unknown = policy.limits; // narrowing the typed field would widen it to any[]
+    if (!Array.isArray(list)) {
       throw new TypeError('policy.limits must be an array of { limit, window }');
     }
     policy.limits.forEach((options, index) =>
@@ -100,7 +103,9 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
 function resolveLimit(options: Partial<LimitOptions>, path: string): LimitRule {
   const { limit, window } = options ?? {};
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-    throw new RangeError(`${path}.limit must be a whole number of at least 1; got ${String(limit)}`);
+    throw new RangeError(
+      `${path}.limit must be a whole number of at least 1; got ${String(limit)}`,
+    );
   }
   if (window === undefined) {
     throw new TypeError(`${path}.window is required`);

@@ -12,8 +12,8 @@ import type {
 } from './store.interface';
 
 const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
-  'fixed-window': fixedWindowMemory as MemoryAlgorithm<unknown>,
-  'sliding-window': slidingWindowMemory as MemoryAlgorithm<unknown>,
+  'fixed-window': fixedWindowMemory,
+  'sliding-window': slidingWindowMemory,
 };
 
 /** Options of {@link MemoryStore}. */
@@ -111,7 +111,12 @@ export class MemoryStore implements Store {
     request.keys.forEach((key, k) =>
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
-        const evaluation = algorithm.evaluate(this.read(name, algorithm, now), rule, request.cost, now);
+        const evaluation = algorithm.evaluate(
+          this.read(name, algorithm, now),
+          rule,
+          request.cost,
+          now,
+        );
         pairs.push({ name, evaluation });
         if (!evaluation.fits) {
           allowed = false;

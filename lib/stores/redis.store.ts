@@ -56,7 +56,9 @@ export class RedisStore implements Store {
       throw new TypeError(`RedisStore options.prefix must be a string; got ${typeof prefix}`);
     }
     if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new TypeError('RedisStore options.clock must be a function returning ms since the epoch');
+      throw new TypeError(
+        'RedisStore options.clock must be a function returning ms since the epoch',
+      );
     }
     this.client = client;
     this.prefix = prefix;
@@ -118,11 +120,8 @@ export class RedisStore implements Store {
   ): Promise<unknown> {
     const { command, lua } = scriptFor(algorithm, operation);
     const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
-    let call = client[command];
-    if (!call) {
-      this.client.defineCommand(command, { lua });
-      call = client[command] as ScriptCommand;
-    }
+    if (!client[command]) this.client.defineCommand(command, { lua });
+    const call = client[command] as ScriptCommand;
     return call.call(this.client, keys.length, ...keys, ...args);
   }
 }

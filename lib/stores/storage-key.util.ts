@@ -13,7 +13,12 @@ export const MAX_PLAIN_KEY_LENGTH = 128;
  * @example
  * storageKey('rl:', 'ip:203.0.113.7', 'login', 0); // 'rl:{ip:203.0.113.7}:login:0'
  */
-export function storageKey(prefix: string, key: string, policy: string, limitIndex: number): string {
+export function storageKey(
+  prefix: string,
+  key: string,
+  policy: string,
+  limitIndex: number,
+): string {
   const tag =
     key.length > MAX_PLAIN_KEY_LENGTH
       ? `#${createHash('sha256').update(key).digest('base64url')}`

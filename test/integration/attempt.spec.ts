@@ -6,12 +6,17 @@ const stores = backends('attempt');
 describe.each(stores)('$name store', (backend) => {
   describe.each(ALGORITHMS)('%s attempt()', (algorithm) => {
     const make = (limit: number) =>
-      new Limiter(backend.store(new TestClock()), { name: 'login', algorithm, limit, window: '15m' });
+      new Limiter(backend.store(new TestClock()), {
+        name: 'login',
+        algorithm,
+        limit,
+        window: '15m',
+      });
 
     it('rejects with RateLimitedError when refused, and the body never runs', async () => {
       const limiter = make(1);
       await limiter.consume('k');
-      const body = jest.fn();
+      const body = jest.fn<void, []>();
       const error = await limiter.attempt('k', body).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RateLimitedError);
       expect((error as RateLimitedError).retryAfterMs).toBeGreaterThan(0);
@@ -22,7 +27,7 @@ describe.each(stores)('$name store', (backend) => {
     it('returns what the body returns and keeps the cost when nobody refunds', async () => {
       const limiter = make(2);
       expect(await limiter.attempt('k', () => 'done')).toBe('done');
-      expect(await limiter.attempt('k', async () => 'done')).toBe('done');
+      expect(await limiter.attempt('k', () => Promise.resolve('done'))).toBe('done');
       await expect(limiter.attempt('k', () => 'x')).rejects.toBeInstanceOf(RateLimitedError);
     });
 
@@ -39,7 +44,9 @@ describe.each(stores)('$name store', (backend) => {
 
     it('keeps the cost when the body throws without refunding', async () => {
       const limiter = make(1);
-      await expect(limiter.attempt('k', () => Promise.reject(new Error('bad password')))).rejects.toThrow();
+      await expect(
+        limiter.attempt('k', () => Promise.reject(new Error('bad password'))),
+      ).rejects.toThrow();
       expect((await limiter.consume('k')).allowed).toBe(false);
     });
 

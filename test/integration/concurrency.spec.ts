@@ -7,7 +7,12 @@ const stores = backends('concurrency');
 describe.each(stores)('$name store: concurrent spends', (backend) => {
   describe.each(ALGORITHMS)('%s', (algorithm) => {
     it('admits exactly 5 of 50 concurrent consumes at limit 5', async () => {
-      const limiter = new Limiter(backend.store(), { name: 'race', algorithm, limit: 5, window: '1h' });
+      const limiter = new Limiter(backend.store(), {
+        name: 'race',
+        algorithm,
+        limit: 5,
+        window: '1h',
+      });
       const decisions = await Promise.all(
         Array.from({ length: 50 }, () => limiter.consume('caller')),
       );
@@ -16,7 +21,12 @@ describe.each(stores)('$name store: concurrent spends', (backend) => {
     });
 
     it('admits exactly 4 of 30 concurrent two-key consumes at limit 4', async () => {
-      const limiter = new Limiter(backend.store(), { name: 'pair', algorithm, limit: 4, window: '1h' });
+      const limiter = new Limiter(backend.store(), {
+        name: 'pair',
+        algorithm,
+        limit: 4,
+        window: '1h',
+      });
       const decisions = await Promise.all(
         Array.from({ length: 30 }, () => limiter.consume(['ip:198.51.100.1', 'email:a'])),
       );
@@ -26,7 +36,12 @@ describe.each(stores)('$name store: concurrent spends', (backend) => {
     });
 
     it('runs exactly 10 bodies of 100 concurrent attempts at limit 10', async () => {
-      const limiter = new Limiter(backend.store(), { name: 'bodies', algorithm, limit: 10, window: '1h' });
+      const limiter = new Limiter(backend.store(), {
+        name: 'bodies',
+        algorithm,
+        limit: 10,
+        window: '1h',
+      });
       let ran = 0;
       const outcomes = await Promise.allSettled(
         Array.from({ length: 100 }, () => limiter.attempt('caller', () => void ran++)),

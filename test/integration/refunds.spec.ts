@@ -7,7 +7,12 @@ describe.each(stores)('$name store', (backend) => {
   describe.each(ALGORITHMS)('%s refunds', (algorithm) => {
     const setup = (limit = 2) => {
       const clock = new TestClock();
-      const limiter = new Limiter(backend.store(clock), { name: 'r', algorithm, limit, window: '1m' });
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'r',
+        algorithm,
+        limit,
+        window: '1m',
+      });
       return { clock, limiter };
     };
 
@@ -78,7 +83,12 @@ describe.each(stores)('$name store', (backend) => {
 
     it('rejects a receipt of another policy', async () => {
       const { limiter } = setup(1);
-      const other = new Limiter(backend.store(), { name: 'other', algorithm, limit: 1, window: '1m' });
+      const other = new Limiter(backend.store(), {
+        name: 'other',
+        algorithm,
+        limit: 1,
+        window: '1m',
+      });
       const spent = await other.consume('k');
       await expect(limiter.refund(spent)).rejects.toThrow(RangeError);
     });
@@ -96,7 +106,12 @@ describe.each(stores)('$name store', (backend) => {
 
   it('fixed window: a refund after the rollover cannot admit a 3rd call at limit 2', async () => {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'fw', algorithm: 'fixed-window', limit: 2, window: '1m' });
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'fw',
+      algorithm: 'fixed-window',
+      limit: 2,
+      window: '1m',
+    });
     clock.advance(59_000);
     const late = await limiter.consume('k');
     clock.advance(1_000); // next window
@@ -108,7 +123,12 @@ describe.each(stores)('$name store', (backend) => {
 
   it('sliding window: a spend refunded in the next window comes off the previous window', async () => {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'sw', algorithm: 'sliding-window', limit: 2, window: '1m' });
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'sw',
+      algorithm: 'sliding-window',
+      limit: 2,
+      window: '1m',
+    });
     const a = await limiter.consume('k');
     await limiter.consume('k');
     clock.advance(60_000 + 30_000); // half-way through the next window: prev 2 weighs 1

@@ -40,26 +40,74 @@ describe.each(stores)('$name store', (backend) => {
   });
 
   // Spend patterns: [ms to advance, cost] steps, then a refused call of `cost`.
-  const slidingCases: Array<{ title: string; limit: number; steps: Array<[number, number]>; cost: number }> = [
+  const slidingCases: Array<{
+    title: string;
+    limit: number;
+    steps: Array<[number, number]>;
+    cost: number;
+  }> = [
     { title: 'all in the current window', limit: 5, steps: [[1_000, 5]], cost: 1 },
-    { title: 'previous window weighing', limit: 5, steps: [[10_000, 5], [MINUTE, 0]], cost: 1 },
-    { title: 'split across windows', limit: 10, steps: [[45_000, 6], [20_000, 4]], cost: 1 },
-    { title: 'split across windows, cost 3', limit: 10, steps: [[45_000, 6], [20_000, 3]], cost: 3 },
-    { title: 'cost equal to the limit', limit: 4, steps: [[59_999, 1], [2, 1]], cost: 4 },
-    { title: 'fractional weights (7 in 7 s)', limit: 7, steps: [[3_333, 4], [7_000 - 3_333 + 1_111, 2]], cost: 2 },
+    {
+      title: 'previous window weighing',
+      limit: 5,
+      steps: [
+        [10_000, 5],
+        [MINUTE, 0],
+      ],
+      cost: 1,
+    },
+    {
+      title: 'split across windows',
+      limit: 10,
+      steps: [
+        [45_000, 6],
+        [20_000, 4],
+      ],
+      cost: 1,
+    },
+    {
+      title: 'split across windows, cost 3',
+      limit: 10,
+      steps: [
+        [45_000, 6],
+        [20_000, 3],
+      ],
+      cost: 3,
+    },
+    {
+      title: 'cost equal to the limit',
+      limit: 4,
+      steps: [
+        [59_999, 1],
+        [2, 1],
+      ],
+      cost: 4,
+    },
+    {
+      title: 'fractional weights (7 in 7 s)',
+      limit: 7,
+      steps: [
+        [3_333, 4],
+        [7_000 - 3_333 + 1_111, 2],
+      ],
+      cost: 2,
+    },
   ];
 
-  it.each(slidingCases)('sliding window: allowed at retryAfterMs, refused 1 ms before ($title)', async ({ limit, steps, cost }) => {
-    const window = limit === 7 ? 7_000 : MINUTE;
-    const { clock, limiter } = make('sliding-window', limit, window);
-    for (const [advance, units] of steps) {
-      clock.advance(advance);
-      if (units > 0) expect((await limiter.consume('k', { cost: units })).allowed).toBe(true);
-    }
-    let refused = await limiter.consume('k', { cost });
-    while (refused.allowed) refused = await limiter.consume('k', { cost });
-    await expectExactRetry(limiter, clock, ['k'], refused, cost);
-  });
+  it.each(slidingCases)(
+    'sliding window: allowed at retryAfterMs, refused 1 ms before ($title)',
+    async ({ limit, steps, cost }) => {
+      const window = limit === 7 ? 7_000 : MINUTE;
+      const { clock, limiter } = make('sliding-window', limit, window);
+      for (const [advance, units] of steps) {
+        clock.advance(advance);
+        if (units > 0) expect((await limiter.consume('k', { cost: units })).allowed).toBe(true);
+      }
+      let refused = await limiter.consume('k', { cost });
+      while (refused.allowed) refused = await limiter.consume('k', { cost });
+      await expectExactRetry(limiter, clock, ['k'], refused, cost);
+    },
+  );
 
   it.each(ALGORITHMS)('%s: over several keys the wait is the longest one', async (algorithm) => {
     const { clock, limiter } = make(algorithm, 2);
@@ -74,22 +122,30 @@ describe.each(stores)('$name store', (backend) => {
     await expectExactRetry(limiter, clock, ['a', 'b'], both);
   });
 
-  it.each(ALGORITHMS)('%s: resetAfterMs is when the key is back to full budget', async (algorithm) => {
-    const { clock, limiter } = make(algorithm, 4);
-    clock.advance(5_000);
-    const spent = await limiter.consume('k', { cost: 3 });
-    const start = clock.now;
-    clock.now = start + spent.resetAfterMs - 1;
-    expect((await limiter.peek('k')).remaining).toBeLessThan(3);
-    clock.now = start + spent.resetAfterMs;
-    expect((await limiter.peek('k')).remaining).toBe(3); // full: 4 − the peeked unit
-  });
+  it.each(ALGORITHMS)(
+    '%s: resetAfterMs is when the key is back to full budget',
+    async (algorithm) => {
+      const { clock, limiter } = make(algorithm, 4);
+      clock.advance(5_000);
+      const spent = await limiter.consume('k', { cost: 3 });
+      const start = clock.now;
+      clock.now = start + spent.resetAfterMs - 1;
+      expect((await limiter.peek('k')).remaining).toBeLessThan(3);
+      clock.now = start + spent.resetAfterMs;
+      expect((await limiter.peek('k')).remaining).toBe(3); // full: 4 − the peeked unit
+    },
+  );
 });
 
 describe.each(stores)('$name store: window boundaries', (backend) => {
   it('fixed window lets a burst of twice the limit straddle a boundary', async () => {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'b', algorithm: 'fixed-window', limit: 5, window: MINUTE });
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'b',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: MINUTE,
+    });
     clock.advance(MINUTE - 1);
     let admitted = 0;
     for (let i = 0; i < 5; i++) if ((await limiter.consume('k')).allowed) admitted++;
@@ -100,7 +156,12 @@ describe.each(stores)('$name store: window boundaries', (backend) => {
 
   it('sliding window does not', async () => {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'b', algorithm: 'sliding-window', limit: 5, window: MINUTE });
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'b',
+      algorithm: 'sliding-window',
+      limit: 5,
+      window: MINUTE,
+    });
     clock.advance(MINUTE - 1);
     let admitted = 0;
     for (let i = 0; i < 5; i++) if ((await limiter.consume('k')).allowed) admitted++;

@@ -48,7 +48,10 @@ export class ReferenceModel {
       now,
       0,
     );
-    return { decision: { allowed, remaining: Math.max(0, remaining), retryAfterMs, resetAfterMs }, spend };
+    return {
+      decision: { allowed, remaining: Math.max(0, remaining), retryAfterMs, resetAfterMs },
+      spend,
+    };
   }
 
   refund(spend: Spend): void {
@@ -59,7 +62,8 @@ export class ReferenceModel {
   private count(key: string, rule: LimitRule, index: number): number {
     let sum = 0;
     for (const s of this.log) {
-      if (!s.refunded && s.keys.includes(key) && Math.floor(s.at / rule.windowMs) === index) sum += s.cost;
+      if (!s.refunded && s.keys.includes(key) && Math.floor(s.at / rule.windowMs) === index)
+        sum += s.cost;
     }
     return sum;
   }

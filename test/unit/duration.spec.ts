@@ -14,10 +14,13 @@ describe('parseDuration', () => {
     expect(parseDuration(input, 'window')).toBe(ms);
   });
 
-  it.each(['', '15', '15 minutes', '-1m', '1.0005s', 'soon', '0s'])('rejects %p naming the argument', (input) => {
-    expect(() => parseDuration(input, 'window')).toThrow(RangeError);
-    expect(() => parseDuration(input, 'window')).toThrow(/^window/);
-  });
+  it.each(['', '15', '15 minutes', '-1m', '1.0005s', 'soon', '0s'])(
+    'rejects %p naming the argument',
+    (input) => {
+      expect(() => parseDuration(input, 'window')).toThrow(RangeError);
+      expect(() => parseDuration(input, 'window')).toThrow(/^window/);
+    },
+  );
 
   it.each([0, -5, 0.5, NaN, Infinity])('rejects the number %p', (input) => {
     expect(() => parseDuration(input, 'window')).toThrow(RangeError);

@@ -49,9 +49,13 @@ describe('invalid policies throw at construction', () => {
     ['unknown algorithm', { algorithm: 'leaky' as never }, /policy\.algorithm must be one of/],
     ['a name with braces', { name: 'a{b}' }, /policy\.name/],
     ['limit × window past 2^53', { limit: 2 ** 40, window: '1d' }, /2\^53/],
-    ['a bad entry in limits', { limits: [{ limit: 1, window: 'x' }] }, /policy\.limits\[0\]\.window/],
+    [
+      'a bad entry in limits',
+      { limits: [{ limit: 1, window: 'x' }] },
+      /policy\.limits\[0\]\.window/,
+    ],
   ])('%s', (_title, override, message) => {
-    const policy = { ...valid, ...override } as PolicyOptions;
+    const policy = { ...valid, ...override };
     const construct = () => new Limiter(untouchable, policy);
     expect(construct).toThrow(message);
     expect(construct).toThrow(/^/);
