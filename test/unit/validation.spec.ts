@@ -1,4 +1,4 @@
-import { Limiter, type PolicyOptions, type Store } from '../../lib';
+import { Limiter, type PolicyOptions, RedisStore, type Store } from '../../lib';
 
 /** A store that fails the test if anything reaches it. */
 const untouchable: Store = {
@@ -74,5 +74,17 @@ describe('invalid policies throw at construction', () => {
 
   it('a store that is not a store', () => {
     expect(() => new Limiter({} as Store, valid)).toThrow(TypeError);
+  });
+});
+
+describe('RedisStore options', () => {
+  it.each<[string, unknown, RegExp]>([
+    ['no client', {}, /options\.client must be an ioredis/],
+    ['a client that is not ioredis', { client: { get: () => 1 } }, /options\.client/],
+    ['a non-string prefix', { client: { defineCommand: () => 1 }, prefix: 5 }, /options\.prefix/],
+    ['a clock that is not a function', { client: { defineCommand: () => 1 }, clock: 5 }, /options\.clock/],
+  ])('%s → TypeError', (_title, options, message) => {
+    expect(() => new RedisStore(options as never)).toThrow(TypeError);
+    expect(() => new RedisStore(options as never)).toThrow(message);
   });
 });

@@ -1,0 +1,152 @@
+import Redis from 'ioredis';
+import { ALGORITHMS, Limiter, RedisStore, storageKeys } from '../../lib';
+import { TestClock } from '../support/backends';
+import { startRedisServer, type StartedRedisServer } from '../support/redis';
+
+/** Which arguments of each command the scripts use are keys. */
+const KEY_ARGS: Record<string, (args: string[]) => string[]> = {
+  get: (a) => [a[0]!],
+  set: (a) => [a[0]!],
+  incrby: (a) => [a[0]!],
+  decrby: (a) => [a[0]!],
+  pexpiretime: (a) => [a[0]!],
+  del: (a) => a,
+  time: () => [],
+};
+
+interface ScriptRun {
+  declared: string[];
+  touched: Array<{ command: string; keys: string[] }>;
+}
+
+describe('scripts on a dedicated Redis, watched with MONITOR', () => {
+  let server: StartedRedisServer;
+  let client: Redis;
+  let monitorBase: Redis;
+  let monitor: Awaited<ReturnType<Redis['monitor']>>;
+  let fences = 0;
+  let lines: Array<{ args: string[]; source: string }> = [];
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.url);
+    monitorBase = new Redis(server.url);
+    monitor = await monitorBase.monitor();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      lines.push({ args, source });
+    });
+    await client.ping();
+  });
+  afterAll(async () => {
+    monitor.disconnect();
+    monitorBase.disconnect();
+    await client.quit();
+    await server.stop();
+  });
+
+  /** Sends a marker command and waits until MONITOR has delivered it (and all before it). */
+  async function fence(): Promise<string> {
+    const marker = `monitor:fence:${++fences}`;
+    await client.set(marker, '1');
+    for (let i = 0; i < 400 && !lines.some((l) => l.args[1] === marker); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    return marker;
+  }
+
+  /** Runs `work`, then returns the script runs MONITOR saw (commands from the client included). */
+  async function watch(work: () => Promise<void>): Promise<{ runs: ScriptRun[]; commands: string[] }> {
+    const start = await fence();
+    await work();
+    const end = await fence();
+    const from = lines.findIndex((l) => l.args[1] === start) + 1;
+    const to = lines.findIndex((l) => l.args[1] === end);
+    const window = lines.slice(from, to);
+    const runs: ScriptRun[] = [];
+    const commands: string[] = [];
+    for (const { args, source } of window) {
+      const [name = '', ...rest] = args;
+      const command = name.toLowerCase();
+      if (source === 'lua') {
+        const keysOf = KEY_ARGS[command];
+        if (!keysOf) throw new Error(`a script ran ${command}: add it to KEY_ARGS`);
+        runs.at(-1)!.touched.push({ command, keys: keysOf(rest) });
+        continue;
+      }
+      commands.push(command);
+      if (command === 'evalsha' || command === 'eval') {
+        const numKeys = Number(rest[1]);
+        runs.push({ declared: rest.slice(2, 2 + numKeys), touched: [] });
+      }
+    }
+    return { runs, commands };
+  }
+
+  describe.each(ALGORITHMS)('%s', (algorithm) => {
+    it('touches only keys declared in KEYS, in every operation', async () => {
+      const clock = new TestClock();
+      const store = new RedisStore({ client, prefix: `declared:${algorithm}:`, clock: clock.read });
+      const limiter = new Limiter(store, {
+        name: 'p',
+        algorithm,
+        limits: [
+          { limit: 3, window: '1m' },
+          { limit: 5, window: '1h' },
+        ],
+      });
+      const { runs } = await watch(async () => {
+        const first = await limiter.consume(['ip:1', 'email:x'], { cost: 2 });
+        await limiter.consume(['ip:1', 'email:x'], { cost: 2 }); // refused
+        await limiter.peek(['ip:1', 'email:y']);
+        await limiter.refund(first);
+        const second = await limiter.consume(['ip:1']);
+        clock.advance(61_000);
+        await limiter.consume(['ip:1']);
+        await limiter.refund(second); // into a window that has passed
+      });
+      expect(runs).toHaveLength(7);
+      for (const run of runs) {
+        expect(run.touched.length).toBeGreaterThan(0);
+        for (const { keys } of run.touched) {
+          for (const key of keys) expect(run.declared).toContain(key);
+        }
+      }
+      const written = runs.flatMap((r) =>
+        r.touched.filter((t) => ['set', 'incrby', 'decrby', 'del'].includes(t.command)),
+      );
+      expect(written.length).toBeGreaterThan(0); // the workload did write
+    });
+
+    it('decides in one round trip, and recovers from a script flush once, without a double spend', async () => {
+      const store = new RedisStore({ client, prefix: `noscript:${algorithm}:` });
+      const limiter = new Limiter(store, { name: 'p', algorithm, limit: 3, window: '1h' });
+      await limiter.consume('k');
+      const steady = await watch(async () => void (await limiter.consume('k')));
+      expect(steady.commands).toEqual(['evalsha']);
+
+      await client.script('FLUSH');
+      let decision: Awaited<ReturnType<Limiter['consume']>> | undefined;
+      const flushed = await watch(async () => void (decision = await limiter.consume('k')));
+      expect(flushed.commands).toEqual(['evalsha', 'eval']);
+      expect(decision?.allowed).toBe(true);
+      expect(decision?.remaining).toBe(0); // 3 spends, each counted once
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+  });
+
+  it('reset deletes exactly the keys of that policy and those caller keys, in one command', async () => {
+    const store = new RedisStore({ client, prefix: 'reset:' });
+    const limiter = new Limiter(store, {
+      name: 'p',
+      algorithm: 'fixed-window',
+      limits: [
+        { limit: 3, window: '1m' },
+        { limit: 5, window: '1h' },
+      ],
+    });
+    const { commands } = await watch(() => limiter.reset(['a', 'b']));
+    expect(commands).toEqual(['del']);
+    const del = lines.findLast((l) => l.args[0]?.toLowerCase() === 'del')!;
+    expect(del.args.slice(1)).toEqual(storageKeys('reset:', ['a', 'b'], 'p', 2));
+  });
+});
