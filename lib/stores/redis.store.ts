@@ -122,8 +122,20 @@ export class RedisStore implements Store {
     const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
     if (!client[command]) this.client.defineCommand(command, { lua });
     const call = client[command] as ScriptCommand;
-    return call.call(this.client, keys.length, ...keys, ...args);
+    return call.call(this.client, keys.length, ...keys, ...args).catch(explainScriptError);
   }
+}
+
+/** Script errors a user can act on get a message that says what to do. */
+function explainScriptError(error: unknown): never {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/unknown (redis )?command/i.test(message) && /pexpiretime|script/i.test(message)) {
+    throw new Error(
+      `redlimit needs Redis 7.0 or later (its scripts call PEXPIRETIME and SET … PXAT): ${message}`,
+      { cause: error },
+    );
+  }
+  throw error;
 }
 
 function limitArgs(request: SpendRequest): Array<number> {

@@ -25,7 +25,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
   let monitorBase: Redis;
   let monitor: Awaited<ReturnType<Redis['monitor']>>;
   let fences = 0;
-  let lines: Array<{ args: string[]; source: string }> = [];
+  const lines: Array<{ args: string[]; source: string }> = [];
 
   beforeAll(async () => {
     server = await startRedisServer();
@@ -55,7 +55,9 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
   }
 
   /** Runs `work`, then returns the script runs MONITOR saw (commands from the client included). */
-  async function watch(work: () => Promise<void>): Promise<{ runs: ScriptRun[]; commands: string[] }> {
+  async function watch(
+    work: () => Promise<void>,
+  ): Promise<{ runs: ScriptRun[]; commands: string[] }> {
     const start = await fence();
     await work();
     const end = await fence();

@@ -5,7 +5,12 @@ describe('MemoryStore housekeeping', () => {
   it('sweeps expired state as writes happen: memory stays bounded by live keys', async () => {
     const clock = new TestClock();
     const store = new MemoryStore({ clock: clock.read, sweepIntervalMs: 1_000 });
-    const limiter = new Limiter(store, { name: 'p', algorithm: 'sliding-window', limit: 5, window: '1m' });
+    const limiter = new Limiter(store, {
+      name: 'p',
+      algorithm: 'sliding-window',
+      limit: 5,
+      window: '1m',
+    });
     for (let i = 0; i < 1_000; i++) await limiter.consume(`caller:${i}`);
     expect(store.size).toBe(1_000);
     clock.advance(2 * 60_000); // past the end of the next window: nothing weighs any more
@@ -15,7 +20,12 @@ describe('MemoryStore housekeeping', () => {
 
   it('keeps no timer per key', async () => {
     const store = new MemoryStore();
-    const limiter = new Limiter(store, { name: 'p', algorithm: 'fixed-window', limit: 5, window: '1h' });
+    const limiter = new Limiter(store, {
+      name: 'p',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
     const before = process.getActiveResourcesInfo().length;
     for (let i = 0; i < 500; i++) await limiter.consume(`caller:${i}`);
     expect(process.getActiveResourcesInfo().length).toBeLessThanOrEqual(before);
@@ -23,7 +33,12 @@ describe('MemoryStore housekeeping', () => {
 
   it('reads a monotonic clock by default: a wall-clock jump does not reopen a window', async () => {
     const store = new MemoryStore();
-    const limiter = new Limiter(store, { name: 'p', algorithm: 'fixed-window', limit: 1, window: '1h' });
+    const limiter = new Limiter(store, {
+      name: 'p',
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1h',
+    });
     expect((await limiter.consume('k')).allowed).toBe(true);
     const realNow = Date.now();
     const jump = jest.spyOn(Date, 'now').mockReturnValue(realNow + 2 * 3_600_000);

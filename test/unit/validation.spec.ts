@@ -82,7 +82,11 @@ describe('RedisStore options', () => {
     ['no client', {}, /options\.client must be an ioredis/],
     ['a client that is not ioredis', { client: { get: () => 1 } }, /options\.client/],
     ['a non-string prefix', { client: { defineCommand: () => 1 }, prefix: 5 }, /options\.prefix/],
-    ['a clock that is not a function', { client: { defineCommand: () => 1 }, clock: 5 }, /options\.clock/],
+    [
+      'a clock that is not a function',
+      { client: { defineCommand: () => 1 }, clock: 5 },
+      /options\.clock/,
+    ],
   ])('%s → TypeError', (_title, options, message) => {
     expect(() => new RedisStore(options as never)).toThrow(TypeError);
     expect(() => new RedisStore(options as never)).toThrow(message);

@@ -1,0 +1,46 @@
+// Bytes per caller key, measured with MEMORY USAGE on a real Redis, with the default prefix 'rl:'
+// (keys it creates are deleted afterwards; point it at a scratch database).
+//   REDIS_URL=redis://127.0.0.1:6379/15 npx ts-node --transpile-only bench/memory.ts
+import Redis from 'ioredis';
+import { ALGORITHMS, Limiter, RedisStore, storageKeys } from '../lib';
+
+async function main(): Promise<void> {
+  const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const prefix = 'rl:';
+  const callers = 1_000;
+  const version = ((await client.info('server')).match(/redis_version:(\S+)/) ?? [])[1];
+  console.log(
+    `Redis ${version}; ${callers} callers; caller keys like 'ip:203.0.113.7'; policy 'login'\n`,
+  );
+  console.log(
+    '| algorithm | stored keys per caller | key name | bytes per stored key (MEMORY USAGE) |',
+  );
+  console.log('|---|---|---|---|');
+  try {
+    for (const algorithm of ALGORITHMS) {
+      const limiter = new Limiter(new RedisStore({ client, prefix }), {
+        name: 'login',
+        algorithm,
+        limit: 10,
+        window: '15m',
+      });
+      const keys = Array.from({ length: callers }, (_, i) => `ip:203.0.${i >> 8}.${i & 255}`);
+      for (const key of keys) await limiter.consume(key);
+      await limiter.consume(keys[0]!); // a second spend: counters stay the same size
+      const stored = storageKeys(prefix, keys, 'login', 1);
+      let bytes = 0;
+      for (const key of stored) bytes += (await client.memory('USAGE', key)) ?? 0;
+      console.log(
+        `| ${algorithm} | 1 | \`${stored[300]}\` (${stored[300]!.length} B) | ${(bytes / stored.length).toFixed(1)} |`,
+      );
+      await client.del(...stored);
+    }
+  } finally {
+    client.disconnect();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

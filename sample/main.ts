@@ -1,0 +1,16 @@
+import 'reflect-metadata';
+import { Logger } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { AppModule } from './app.module';
+
+async function bootstrap(): Promise<void> {
+  const app = await NestFactory.create(AppModule);
+  app.enableShutdownHooks();
+  const port = Number(process.env.PORT ?? 3000);
+  await app.listen(port);
+  new Logger('sample').log(
+    `listening on http://localhost:${port}: POST /sign-in {"email","password"}, GET /search?q=`,
+  );
+}
+
+void bootstrap();
