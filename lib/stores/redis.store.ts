@@ -21,8 +21,10 @@ export interface RedisStoreOptions {
   readonly prefix?: string;
   /**
    * Replaces Redis `TIME` as the source of time (ms since the epoch), e.g. a controllable clock
-   * in tests. Expiries then follow this clock, offset by its distance from real time at
-   * construction: a clock that falls behind real time by more than a window loses state early.
+   * in tests or simulations. Windows follow this clock; Redis still expires keys in real time, so
+   * expiries are shifted by the clock's distance from real time, rounded up to whole days, plus one
+   * day: keys then outlive their windows by up to two days of real time (harmless: a key of a past
+   * window counts as empty), and a clock may stand still for a day without losing state.
    */
   readonly clock?: () => number;
 }
@@ -63,7 +65,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.prefix = prefix;
     this.clock = options.clock;
-    this.expiryOffsetMs = options.clock ? Date.now() - Math.floor(options.clock()) : 0;
+    this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
   }
 
   consume(request: SpendRequest): Promise<SpendResult> {
@@ -136,6 +138,17 @@ function explainScriptError(error: unknown): never {
     );
   }
   throw error;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Maps window ends on a custom clock to real expiry instants. Whole days, so stores built at
+ * slightly different moments on the same clock agree (the fixed window recognises its counter by
+ * its exact expiry), and one day ahead, so a short window never expires before it is read.
+ */
+function expiryOffset(clockNow: number): number {
+  return Math.ceil((Date.now() - Math.floor(clockNow)) / DAY_MS) * DAY_MS + DAY_MS;
 }
 
 function limitArgs(request: SpendRequest): Array<number> {

@@ -94,7 +94,7 @@ for i = 1, #KEYS do
   if cur > 0 then reset = 2 * window - e elseif prev > 0 then reset = window - e end
   if reset > resetAfter then resetAfter = reset end
   if allowed and spend then
-    rcall('SET', KEYS[i], w .. ':' .. cur .. ':' .. prev, 'PXAT', (w + 2) * window + offset)
+    rcall('SET', KEYS[i], string.format('%d:%d:%d', w, cur, prev), 'PXAT', (w + 2) * window + offset)
   end
 end
 

@@ -42,7 +42,7 @@ for l = 1, limitCount do
         if cur == 0 and prev == 0 then
           rcall('DEL', key)
         else
-          rcall('SET', key, sw .. ':' .. cur .. ':' .. prev, 'KEEPTTL')
+          rcall('SET', key, string.format('%d:%d:%d', sw, cur, prev), 'KEEPTTL')
         end
       end
     end

@@ -1,4 +1,4 @@
-import { ALGORITHMS, Limiter, type Store } from '../../lib';
+import { ALGORITHMS, Limiter, RedisStore, type Store } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('all-or-nothing');
@@ -107,5 +107,39 @@ describe.each(stores)('$name store', (backend) => {
       expect((await login.consume('b')).allowed).toBe(false);
       expect((await other.consume('a')).allowed).toBe(false);
     });
+  });
+});
+
+describe.each(stores)('$name store: large numbers', (backend) => {
+  it.each(ALGORITHMS)('%s counts exactly at a limit of 10^15 per ms-window', async (algorithm) => {
+    const limiter = new Limiter(backend.store(new TestClock()), {
+      name: 'big',
+      algorithm,
+      limit: 1e15,
+      window: 2,
+    });
+    const first = await limiter.consume('k', { cost: 1e15 - 1 });
+    expect(first.remaining).toBe(1);
+    expect((await limiter.consume('k', { cost: 2 })).allowed).toBe(false);
+    expect((await limiter.consume('k')).remaining).toBe(0);
+  });
+});
+
+describe('redis store: one budget however many stores', () => {
+  const [redis] = stores;
+  it.each(ALGORITHMS)('%s: stores on the same prefix and clock share state', async (algorithm) => {
+    const clock = new TestClock();
+    const first = redis!.store(clock) as RedisStore;
+    const policy = { name: 'shared', algorithm, limit: 2, window: '1m' } as const;
+    const a = new Limiter(first, policy);
+    await new Promise((resolve) => setTimeout(resolve, 5)); // built at another instant
+    const b = new Limiter(
+      new RedisStore({ client: redis!.client!, prefix: first.prefix, clock: clock.read }),
+      policy,
+    );
+    await a.consume('k');
+    await b.consume('k');
+    expect((await a.consume('k')).allowed).toBe(false);
+    expect((await b.consume('k')).allowed).toBe(false);
   });
 });
