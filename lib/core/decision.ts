@@ -1,4 +1,4 @@
-import type { Algorithm, LimitRule } from './policy';
+import type { Algorithm, FailMode, LimitRule } from './policy';
 
 /**
  * Proof of one spend: what it took, from which keys, at which instant of the store's clock.
@@ -20,6 +20,16 @@ export interface Receipt {
   readonly at: number;
   /** Whether anything was spent; false for refused and read-only decisions. */
   readonly spent: boolean;
+}
+
+/** Why a decision was made without the store. */
+export interface StoreFailure {
+  /** `timeout`: no answer within `timeoutMs`; `error`: the store answered with, or threw, an error. */
+  readonly reason: 'timeout' | 'error';
+  /** What went wrong. */
+  readonly error: Error;
+  /** The policy's fail mode that decided: `closed` refused, `open` allowed without enforcing. */
+  readonly failMode: FailMode;
 }
 
 /** Which key and limit refused a call (the one that would stay refused longest). */
@@ -59,6 +69,11 @@ export interface Decision {
   readonly blockedBy?: BlockedBy;
   /** Name of the policy that decided. */
   readonly policy: string;
+  /**
+   * Set when the store failed and the policy's fail mode decided instead: `allowed` is then false
+   * for `closed` (the store failed, not the budget) and true for `open` (not enforced).
+   */
+  readonly failure?: StoreFailure;
   /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */
   readonly receipt: Receipt;
 }

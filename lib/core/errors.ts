@@ -28,3 +28,38 @@ export class RateLimitedError extends Error {
     this.retryAfterMs = decision.retryAfterMs;
   }
 }
+
+/**
+ * Thrown by {@link Limiter.attempt} and {@link Limiter.begin} when the store failed (unreachable,
+ * erroring, or slower than `timeoutMs`) and the policy fails closed. Unlike
+ * {@link RateLimitedError}, it says nothing about the caller's budget: HTTP maps it to 503.
+ */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  /** Suggested wait before retrying, in ms. */
+  readonly retryAfterMs: number;
+
+  constructor(
+    /** The refused decision, with `failure` set. */
+    readonly decision: Decision,
+  ) {
+    super(
+      `Rate-limit store unavailable for policy '${decision.policy}' (${decision.failure?.reason ?? 'error'}): ` +
+        (decision.failure?.error.message ?? 'unknown error'),
+      { cause: decision.failure?.error },
+    );
+    this.retryAfterMs = decision.retryAfterMs;
+  }
+}
+
+/** The store did not answer within `timeoutMs`. */
+export class StoreTimeoutError extends Error {
+  override readonly name = 'StoreTimeoutError';
+
+  constructor(
+    /** The limit that passed, in ms. */
+    readonly timeoutMs: number,
+  ) {
+    super(`the rate-limit store did not answer within ${timeoutMs} ms`);
+  }
+}

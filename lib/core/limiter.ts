@@ -1,9 +1,15 @@
 import type { Store, SpendRequest, SpendResult } from '../stores/store.interface';
 import { Attempt } from './attempt';
-import type { Decision, Receipt } from './decision';
-import { RateLimitedError } from './errors';
+import type { Decision, Receipt, StoreFailure } from './decision';
+import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
-import { type PolicyOptions, type ResolvedPolicy, resolvePolicy } from './policy';
+import {
+  FAIL_MODES,
+  type FailMode,
+  type PolicyOptions,
+  type ResolvedPolicy,
+  resolvePolicy,
+} from './policy';
 
 /** Per-call options of {@link Limiter.consume} and friends. */
 export interface ConsumeOptions {
@@ -13,6 +19,20 @@ export interface ConsumeOptions {
 
 /** Options of {@link Limiter}. */
 export interface LimiterOptions {
+  /**
+   * What a decision does when the store fails or is slower than `timeoutMs`, unless the policy
+   * sets its own: `'closed'` (default) refuses, `'open'` allows without enforcing.
+   */
+  readonly failMode?: FailMode;
+  /** Longest wait for the store per call, in ms. Default 1000. */
+  readonly timeoutMs?: number;
+  /** `retryAfterMs` of a decision refused because the store failed. Default 1000. */
+  readonly failureRetryAfterMs?: number;
+  /**
+   * Called for every store failure a decision absorbed (timeout or error). Default: a process
+   * warning, at most one per limiter every 10 s.
+   */
+  readonly onStoreFailure?: (failure: StoreFailure, policy: string) => void;
   /**
    * Called when {@link Limiter.attempt} cannot apply a refund after its body finished (the cost is
    * then kept, which only errs on the safe side). Default: a process warning.
@@ -43,7 +63,13 @@ const settledReceipts = new WeakSet<Receipt>();
 export class Limiter {
   /** The validated policy. */
   readonly policy: ResolvedPolicy;
+  /** The fail mode in force: the policy's, else the limiter's, else `'closed'`. */
+  readonly failMode: FailMode;
+  /** Longest wait for the store per call, in ms. */
+  readonly timeoutMs: number;
+  private readonly failureRetryAfterMs: number;
   private readonly smallestLimit: number;
+  private lastWarningAt = -Infinity;
 
   /**
    * @throws TypeError / RangeError naming what is wrong with the policy
@@ -58,18 +84,27 @@ export class Limiter {
     }
     this.policy = resolvePolicy(policy);
     this.smallestLimit = Math.min(...this.policy.limits.map((rule) => rule.limit));
+    const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
+    if (!FAIL_MODES.includes(failMode)) {
+      throw new RangeError(`failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`);
+    }
+    this.failMode = failMode;
+    this.timeoutMs = positiveMs(options.timeoutMs, 1000, 'timeoutMs');
+    this.failureRetryAfterMs = positiveMs(options.failureRetryAfterMs, 1000, 'failureRetryAfterMs');
   }
 
-  /** Checks every limit on every key and, if all allow, charges `cost` on every key. */
+  /**
+   * Checks every limit on every key and, if all allow, charges `cost` on every key. When the store
+   * fails or is slower than `timeoutMs`, the fail mode decides (see {@link Decision.failure}); a
+   * spend whose reply arrives after the timeout is refunded by its receipt.
+   */
   async consume(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
-    const request = this.request(keys, options);
-    return this.toDecision(request, await this.store.consume(request), true);
+    return this.decide(this.request(keys, options), true);
   }
 
   /** What {@link consume} with the same arguments would decide now; writes nothing. */
   async peek(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
-    const request = this.request(keys, options);
-    return this.toDecision(request, await this.store.peek(request), false);
+    return this.decide(this.request(keys, options), false);
   }
 
   /**
@@ -89,20 +124,10 @@ export class Limiter {
       );
     }
     if (!receipt.spent || settledReceipts.has(receipt)) return false;
+    // Marked before sending and never unmarked: a refund that failed or timed out may still have
+    // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
     settledReceipts.add(receipt);
-    try {
-      await this.store.refund({
-        policy: receipt.policy,
-        algorithm: receipt.algorithm,
-        limits: receipt.limits,
-        keys: receipt.keys,
-        cost: receipt.cost,
-        at: receipt.at,
-      });
-    } catch (error) {
-      settledReceipts.delete(receipt); // not applied: may be tried again
-      throw error;
-    }
+    await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
     return true;
   }
 
@@ -110,10 +135,13 @@ export class Limiter {
    * Spends, then hands an {@link Attempt} to the caller to settle explicitly.
    *
    * @throws RateLimitedError when refused (nothing is spent)
+   * @throws StoreUnavailableError when the store failed and the policy fails closed
    */
   async begin(keys: Keys, options: ConsumeOptions = {}): Promise<Attempt> {
     const decision = await this.consume(keys, options);
-    if (!decision.allowed) throw new RateLimitedError(decision);
+    if (!decision.allowed) {
+      throw decision.failure ? new StoreUnavailableError(decision) : new RateLimitedError(decision);
+    }
     return new Attempt(decision, (spent) => this.refund(spent));
   }
 
@@ -122,6 +150,7 @@ export class Limiter {
    * (even if `fn` then threw), and kept otherwise.
    *
    * @throws RateLimitedError when refused; `fn` never runs
+   * @throws StoreUnavailableError when the store failed and the policy fails closed; `fn` never runs
    */
   async attempt<T>(
     keys: Keys,
@@ -141,11 +170,70 @@ export class Limiter {
 
   /** Removes this policy's state for the keys (e.g. an admin unlocking one account). */
   async reset(keys: Keys): Promise<void> {
-    await this.store.reset({
+    const request = {
       policy: this.policy.name,
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
+    };
+    await withTimeout(this.store.reset(request), this.timeoutMs);
+  }
+
+  private async decide(request: SpendRequest, spend: boolean): Promise<Decision> {
+    const pending = spend ? this.store.consume(request) : this.store.peek(request);
+    let result: SpendResult;
+    try {
+      result = await withTimeout(pending, this.timeoutMs, (late) => {
+        // The caller was already answered without this spend: give it back.
+        if (spend && late.allowed) this.refundLate(request, late);
+      });
+    } catch (error) {
+      return this.failed(request, error);
+    }
+    return this.toDecision(request, result, spend);
+  }
+
+  private refundLate(request: SpendRequest, late: SpendResult): void {
+    this.store
+      .refund({ ...request, at: late.at })
+      .catch((error: unknown) =>
+        this.reportFailure({ reason: 'error', error: asError(error), failMode: this.failMode }),
+      );
+  }
+
+  private failed(request: SpendRequest, error: unknown): Decision {
+    const failure: StoreFailure = Object.freeze({
+      reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
+      error: asError(error),
+      failMode: this.failMode,
     });
+    this.reportFailure(failure);
+    const rule = request.limits[0]!;
+    const allowed = this.failMode === 'open';
+    return Object.freeze({
+      allowed,
+      remaining: 0,
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      retryAfterMs: allowed ? 0 : this.failureRetryAfterMs,
+      resetAfterMs: 0,
+      policy: request.policy,
+      failure,
+      receipt: Object.freeze({ ...request, cost: 0, at: 0, spent: false }),
+    });
+  }
+
+  private reportFailure(failure: StoreFailure): void {
+    if (this.options.onStoreFailure) {
+      this.options.onStoreFailure(failure, this.policy.name);
+      return;
+    }
+    const now = performance.now();
+    if (now - this.lastWarningAt < 10_000) return;
+    this.lastWarningAt = now;
+    process.emitWarning(
+      `redlimit: store ${failure.reason} for policy '${this.policy.name}', failing ${failure.failMode}: ${failure.error.message}`,
+      'RedlimitWarning',
+    );
   }
 
   private request(keys: Keys, options: ConsumeOptions): SpendRequest {
@@ -197,6 +285,49 @@ export class Limiter {
       'RedlimitWarning',
     );
   }
+}
+
+/**
+ * Settles like `promise` unless `ms` pass first (then rejects with StoreTimeoutError); a value
+ * that arrives after that goes to `onLate`. The timer does not hold the process open.
+ */
+function withTimeout<T>(promise: Promise<T>, ms: number, onLate?: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      reject(new StoreTimeoutError(ms));
+    }, ms);
+    timer.unref();
+    promise.then(
+      (value) => {
+        if (timedOut) onLate?.(value);
+        else {
+          clearTimeout(timer);
+          resolve(value);
+        }
+      },
+      (error: unknown) => {
+        if (timedOut) return; // already answered; the late error changes nothing
+        clearTimeout(timer);
+        reject(asError(error));
+      },
+    );
+  });
+}
+
+function positiveMs(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(
+      `${name} must be a whole number of milliseconds of at least 1; got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 function isDecision(target: Decision | Receipt): target is Decision {

@@ -6,6 +6,15 @@ export type Algorithm = 'fixed-window' | 'sliding-window';
 /** Every algorithm this version implements, in documentation order. */
 export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
 
+/**
+ * What a decision does when the store fails or is slower than `timeoutMs`: `closed` refuses
+ * (safe for sign-in, OTP, payments), `open` allows without enforcing (availability first).
+ */
+export type FailMode = 'closed' | 'open';
+
+/** Every fail mode. */
+export const FAIL_MODES: readonly FailMode[] = ['closed', 'open'];
+
 /** One limit as written in a policy: `limit` units per `window`. */
 export interface LimitOptions {
   /** Units allowed per window: a whole number of at least 1. */
@@ -36,6 +45,8 @@ export interface PolicyOptions {
   readonly window?: Duration;
   /** Further limits checked in the same decision: allowed only if every limit allows. */
   readonly limits?: readonly LimitOptions[];
+  /** Overrides the limiter's fail mode for this policy. */
+  readonly failMode?: FailMode;
 }
 
 /** One validated limit: `limit` units per `windowMs` milliseconds. */
@@ -54,6 +65,8 @@ export interface ResolvedPolicy {
   readonly algorithm: Algorithm;
   /** Its limits, in the order given (top-level `limit`/`window` first). */
   readonly limits: readonly LimitRule[];
+  /** The policy's own fail mode, if it sets one. */
+  readonly failMode?: FailMode;
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -97,7 +110,18 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     throw new TypeError(`policy '${name}' needs limit and window (or limits)`);
   }
   const limits = given.map(({ options, path }) => resolveLimit(options, path));
-  return Object.freeze({ name, algorithm, limits: Object.freeze(limits) });
+  const { failMode } = policy;
+  if (failMode !== undefined && !FAIL_MODES.includes(failMode)) {
+    throw new RangeError(
+      `policy.failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`,
+    );
+  }
+  return Object.freeze({
+    name,
+    algorithm,
+    limits: Object.freeze(limits),
+    ...(failMode !== undefined && { failMode }),
+  });
 }
 
 function resolveLimit(options: Partial<LimitOptions>, path: string): LimitRule {

@@ -100,6 +100,36 @@ export function findRedisServerBinary(): string {
   return found;
 }
 
+let cachedCliBinary: string | undefined;
+
+/**
+ * Absolute path of redis-cli: REDLIMIT_REDIS_CLI_BIN, next to the redis-server
+ * in use, then PATH, /usr/bin, /usr/sbin, /usr/local/bin.
+ */
+export function findRedisCliBinary(): string {
+  if (cachedCliBinary) return cachedCliBinary;
+  const fromEnv = process.env.REDLIMIT_REDIS_CLI_BIN;
+  let sibling: string | undefined;
+  try {
+    sibling = path.join(path.dirname(findRedisServerBinary()), 'redis-cli');
+  } catch {
+    /* no redis-server either: reported below */
+  }
+  const found =
+    (fromEnv && isExecutable(fromEnv) ? fromEnv : undefined) ??
+    (sibling && isExecutable(sibling) ? sibling : undefined) ??
+    findOnPath('redis-cli') ??
+    ['/usr/bin/redis-cli', '/usr/sbin/redis-cli', '/usr/local/bin/redis-cli'].find(isExecutable);
+  if (!found) {
+    throw new Error(
+      'redis-cli not found (looked next to redis-server, on PATH, /usr/bin, /usr/sbin, ' +
+        '/usr/local/bin). Install it (e.g. `apt-get install -y redis-tools`).',
+    );
+  }
+  cachedCliBinary = found;
+  return found;
+}
+
 let cachedMajor: number | undefined;
 
 function redisServerMajorVersion(binary: string): number {
@@ -244,9 +274,24 @@ function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
   });
 }
 
-async function spawnOnce(extraArgs: string[]): Promise<SpawnedRedisServer> {
+export interface SpawnRedisServerOptions {
+  /**
+   * Chooses the port (default: getFreePort()). Called again on each retry after
+   * an "address already in use" failure. The cluster harness uses it to pick a
+   * port whose cluster bus port (port + 10000) is free as well.
+   */
+  pickPort?: () => Promise<number>;
+}
+
+/** Extra flags, or a function of the chosen port that returns them. */
+export type RedisServerArgs = string[] | ((port: number) => string[]);
+
+async function spawnOnce(
+  extraArgs: RedisServerArgs,
+  options: SpawnRedisServerOptions,
+): Promise<SpawnedRedisServer> {
   const binary = findRedisServerBinary();
-  const port = await getFreePort();
+  const port = await (options.pickPort ?? getFreePort)();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), TEMP_PREFIX));
   const args = [
     '--port',
@@ -267,7 +312,7 @@ async function spawnOnce(extraArgs: string[]): Promise<SpawnedRedisServer> {
     '',
   ];
   if (redisServerMajorVersion(binary) >= 7) args.push('--enable-debug-command', 'yes');
-  args.push(...extraArgs);
+  args.push(...(typeof extraArgs === 'function' ? extraArgs(port) : extraArgs));
 
   const setpriv = setprivSupportsPdeathsig();
   const [cmd, argv] = setpriv
@@ -344,13 +389,17 @@ async function spawnOnce(extraArgs: string[]): Promise<SpawnedRedisServer> {
 
 /**
  * Spawn a fresh redis-server on a free port and wait until it answers PING.
- * `extraArgs` come last, so they override the defaults (e.g. `['--cluster-enabled', 'yes']`).
+ * `extraArgs` come last, so they override the defaults (e.g. `['--cluster-enabled', 'yes']`);
+ * pass a function to build them from the port (it is called once per attempt).
  */
-export async function spawnRedisServer(extraArgs: string[] = []): Promise<SpawnedRedisServer> {
+export async function spawnRedisServer(
+  extraArgs: RedisServerArgs = [],
+  options: SpawnRedisServerOptions = {},
+): Promise<SpawnedRedisServer> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await spawnOnce(extraArgs);
+      return await spawnOnce(extraArgs, options);
     } catch (e) {
       lastError = e;
       // Only a lost race for the port is worth another try.

@@ -92,3 +92,27 @@ describe('RedisStore options', () => {
     expect(() => new RedisStore(options as never)).toThrow(message);
   });
 });
+
+describe('Limiter options', () => {
+  it.each<[string, Record<string, unknown>, RegExp]>([
+    ['timeoutMs 0', { timeoutMs: 0 }, /timeoutMs/],
+    ['timeoutMs 1.5', { timeoutMs: 1.5 }, /timeoutMs/],
+    ['failMode "maybe"', { failMode: 'maybe' }, /failMode/],
+    ['failureRetryAfterMs -1', { failureRetryAfterMs: -1 }, /failureRetryAfterMs/],
+  ])('%s → RangeError', (_title, options, message) => {
+    expect(() => new Limiter(untouchable, valid, options)).toThrow(RangeError);
+    expect(() => new Limiter(untouchable, valid, options)).toThrow(message);
+  });
+
+  it("a policy's own failMode wins over the limiter's", () => {
+    const limiter = new Limiter(
+      untouchable,
+      { ...valid, failMode: 'open' },
+      { failMode: 'closed' },
+    );
+    expect(limiter.failMode).toBe('open');
+    expect(() => new Limiter(untouchable, { ...valid, failMode: 'x' as never })).toThrow(
+      /policy\.failMode/,
+    );
+  });
+});

@@ -1,0 +1,109 @@
+import Redis from 'ioredis';
+import {
+  ALGORITHMS,
+  Limiter,
+  RateLimitedError,
+  RedisStore,
+  type StoreFailure,
+  StoreUnavailableError,
+} from '../../lib';
+import { startRedisServer, type StartedRedisServer } from '../support/redis';
+
+describe('when Redis hangs or goes away', () => {
+  let server: StartedRedisServer;
+  let client: Redis;
+  let pid: number;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.url, { maxRetriesPerRequest: null });
+    pid = Number(/process_id:(\d+)/.exec(await client.info('server'))![1]);
+  });
+  afterAll(async () => {
+    process.kill(pid, 'SIGCONT');
+    client.disconnect();
+    await server.stop();
+  });
+
+  /** Runs `work` while the Redis process is frozen (it accepts bytes but answers nothing). */
+  async function whileHung<T>(work: () => Promise<T>): Promise<T> {
+    process.kill(pid, 'SIGSTOP');
+    try {
+      return await work();
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+  }
+
+  describe.each(ALGORITHMS)('%s', (algorithm) => {
+    const make = (failMode: 'open' | 'closed', failures: StoreFailure[] = []) =>
+      new Limiter(
+        new RedisStore({ client, prefix: `fail:${algorithm}:${failMode}:${Math.random()}:` }),
+        { name: 'login', algorithm, limit: 2, window: '1h', failMode },
+        { timeoutMs: 150, onStoreFailure: (failure) => failures.push(failure) },
+      );
+
+    it('closed: a hung Redis gives a refused decision marked as a store timeout, not a budget refusal', async () => {
+      const failures: StoreFailure[] = [];
+      const limiter = make('closed', failures);
+      await limiter.consume('warm');
+      const decision = await whileHung(() => limiter.consume('k'));
+      expect(decision.allowed).toBe(false);
+      expect(decision.failure).toMatchObject({ reason: 'timeout', failMode: 'closed' });
+      expect(decision.retryAfterMs).toBe(1000);
+      expect(decision.receipt.spent).toBe(false);
+      expect(failures).toHaveLength(1);
+    });
+
+    it('closed: attempt() rejects with StoreUnavailableError and the body never runs', async () => {
+      const limiter = make('closed');
+      await limiter.consume('warm');
+      const body = jest.fn<void, []>();
+      const error = await whileHung(() => limiter.attempt('k', body).catch((e: unknown) => e));
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(error).not.toBeInstanceOf(RateLimitedError);
+      expect(body).not.toHaveBeenCalled();
+    });
+
+    it('open: a hung Redis gives an allowed decision marked as not enforced, and the body runs', async () => {
+      const limiter = make('open');
+      await limiter.consume('warm');
+      const decision = await whileHung(() => limiter.consume('k'));
+      expect(decision.allowed).toBe(true);
+      expect(decision.failure).toMatchObject({ reason: 'timeout', failMode: 'open' });
+      expect(await whileHung(() => limiter.attempt('k', () => 'ran'))).toBe('ran');
+    });
+
+    it('a spend whose reply came after the timeout is refunded: no charge the caller was not told of', async () => {
+      const limiter = make('closed');
+      await limiter.consume('warm');
+      const decision = await whileHung(() => limiter.consume('late'));
+      expect(decision.failure?.reason).toBe('timeout');
+      // Redis wakes up, runs the queued script (a spend) and replies late; the limiter refunds it.
+      let state = await limiter.peek('late');
+      for (let i = 0; i < 100 && state.remaining !== 1; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        state = await limiter.peek('late');
+      }
+      expect(state.remaining).toBe(1); // 2 − the peeked unit: nothing left charged
+      expect((await limiter.consume('late')).allowed).toBe(true);
+      expect((await limiter.consume('late')).allowed).toBe(true);
+      expect((await limiter.consume('late')).allowed).toBe(false);
+    });
+  });
+
+  it('an error reply from Redis follows the fail mode too', async () => {
+    const broken = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    broken.disconnect(); // every command now fails at once
+    const failures: StoreFailure[] = [];
+    const limiter = new Limiter(
+      new RedisStore({ client: broken }),
+      { name: 'p', algorithm: 'fixed-window', limit: 1, window: '1m' },
+      { onStoreFailure: (f) => failures.push(f) },
+    );
+    const decision = await limiter.consume('k');
+    expect(decision.allowed).toBe(false);
+    expect(decision.failure?.reason).toBe('error');
+    expect(failures).toHaveLength(1);
+  });
+});
