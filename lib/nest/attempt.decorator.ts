@@ -1,0 +1,87 @@
+import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import type { Attempt as CoreAttempt } from '../core/attempt';
+import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
+import {
+  type AttemptOptions,
+  type AttemptPart,
+  defineRedlimitMetadata,
+  type RedlimitMetadata,
+} from './redlimit.metadata';
+
+/**
+ * The spend `@Attempt()` hands a handler (the core `Attempt`): call `refund()` when the attempt
+ * proves legitimate; it can be passed on to services.
+ */
+export type Attempt = CoreAttempt;
+
+const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
+  const request = context.switchToHttp().getRequest<Record<symbol, unknown>>();
+  const attempt = request[REQUEST_ATTEMPT];
+  if (attempt === undefined) {
+    throw new Error(
+      '@Attempt(): no attempt on this request. Import RedlimitModule (its interceptor spends ' +
+        'before the handler runs); @Attempt works on HTTP handlers.',
+    );
+  }
+  return attempt;
+});
+
+/**
+ * Spends before the handler runs and hands it the {@link Attempt}; only importing
+ * `RedlimitModule` is needed. Each part is its own key (`ip:…`, `email:…`), all charged in one
+ * decision, so per-IP and per-account limits cannot disagree. Values are trimmed, lower-cased
+ * and hashed: `' Alice@Example.COM '` and `'alice@example.com'` share a budget and no email sits
+ * in Redis in plain text. A missing value counts as one shared "missing" value of that part.
+ *
+ * Refused → 429 (`Retry-After`, rate-limit headers) and the handler never runs. After the handler
+ * returns or throws, the spend is refunded if it called `attempt.refund()` (or `refundOn` says
+ * so) and kept otherwise — exactly once; a refund that fails is logged, never sent to the client.
+ *
+ * @param parts `'ip'` (client IP), `'user'` (`request.user.id`, else `.sub`), a field name looked
+ *   up in the body, then the route params, then the query, or a function of the context
+ * @param options `policy` (default: the module's `defaultPolicy`), `cost`, `refundOn`
+ * @example
+ * ```ts
+ * @Post('sign-in')
+ * async signIn(@Body() body: SignInDto, @Attempt(['ip', 'email'], { policy: 'login' }) attempt: Attempt) {
+ *   const user = await this.users.verify(body.email, body.password); // throws: the cost stays
+ *   attempt.refund(); // right password: it was free
+ *   return user;
+ * }
+ * ```
+ */
+export function Attempt(
+  parts: AttemptPart | readonly AttemptPart[],
+  options: AttemptOptions = {},
+): ParameterDecorator {
+  const list: readonly AttemptPart[] = Array.isArray(parts) ? parts : [parts as AttemptPart];
+  if (list.length === 0) throw new TypeError('@Attempt() needs at least one part');
+  list.forEach((part, index) => {
+    if (typeof part === 'function') return;
+    if (typeof part !== 'string' || part.trim() === '') {
+      throw new TypeError(
+        `@Attempt() parts[${index}] must be 'ip', 'user', a field name or a function`,
+      );
+    }
+  });
+  const { refundOn } = options;
+  if (refundOn !== undefined && refundOn !== 'success' && typeof refundOn !== 'function') {
+    throw new TypeError("@Attempt() refundOn must be 'success' or a function of the outcome");
+  }
+  return (target: object, propertyKey: string | symbol | undefined, index: number) => {
+    const handler =
+      propertyKey === undefined
+        ? undefined
+        : (target as Record<string | symbol, unknown>)[propertyKey];
+    if (typeof handler !== 'function') {
+      throw new TypeError('@Attempt() decorates a parameter of a route handler');
+    }
+    const existing = Reflect.getOwnMetadata(REDLIMIT_METADATA, handler) as
+      RedlimitMetadata | undefined;
+    if (existing?.attempt) {
+      throw new TypeError(`@Attempt() is used twice on ${String(propertyKey)}(); use it once`);
+    }
+    defineRedlimitMetadata(handler, { attempt: { ...options, parts: list } });
+    injectAttempt()(target, propertyKey, index);
+  };
+}

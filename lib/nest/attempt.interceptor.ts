@@ -1,0 +1,187 @@
+import {
+  type CallHandler,
+  type ExecutionContext,
+  Injectable,
+  Logger,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { Observable } from 'rxjs';
+import type { Attempt } from '../core/attempt';
+import type { Decision } from '../core/decision';
+import { RateLimitedError, StoreUnavailableError } from '../core/errors';
+import {
+  type HttpRequestLike,
+  type HttpResponseLike,
+  requestField,
+  requestUserId,
+} from './http-request.util';
+import { LimiterRegistry } from './limiter.registry';
+import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
+import {
+  type AttemptMetadata,
+  type AttemptOutcome,
+  type AttemptPart,
+  readRedlimitMetadata,
+} from './redlimit.metadata';
+import { RedlimitHttp } from './redlimit-http.service';
+
+/**
+ * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
+ * `@Attempt` parameter. It spends before the handler (refused → 429 or 503, and the handler never
+ * runs), puts the `Attempt` on the request for the parameter, and settles once after the handler
+ * returns, throws or is cancelled: refund when the handler called `attempt.refund()` or `refundOn`
+ * says so, keep the cost otherwise. A settlement error is logged, never sent to the client.
+ *
+ * Subclass it to change key resolution ({@link resolvePart}), refunds ({@link shouldRefund}) or
+ * refusals ({@link throwRefusal}), and pass the subclass as `attemptInterceptor` to `forRoot`.
+ *
+ * @example
+ * ```ts
+ * @Injectable()
+ * export class TenantAttemptInterceptor extends AttemptInterceptor {
+ *   protected override async resolvePart(context: ExecutionContext, part: AttemptPart, index: number) {
+ *     if (part === 'tenant') return `tenant:${context.switchToHttp().getRequest<Request>().headers['x-tenant']}`;
+ *     return super.resolvePart(context, part, index);
+ *   }
+ * }
+ * RedlimitModule.forRoot({ attemptInterceptor: TenantAttemptInterceptor, policies });
+ * ```
+ */
+@Injectable()
+export class AttemptInterceptor implements NestInterceptor {
+  protected readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+
+  constructor(
+    protected readonly registry: LimiterRegistry,
+    protected readonly http: RedlimitHttp,
+  ) {}
+
+  async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
+    if (context.getType() !== 'http') return next.handle();
+    const { attempt: metadata } = readRedlimitMetadata(context.getHandler(), context.getClass());
+    if (!metadata) return next.handle();
+    const request = context.switchToHttp().getRequest<HttpRequestLike & Record<symbol, unknown>>();
+    if (request[REQUEST_ATTEMPT] !== undefined) return next.handle(); // a second interceptor
+    const response = context.switchToHttp().getResponse<HttpResponseLike>();
+    const limiter = this.registry.resolve(metadata.policy);
+    const keys = await Promise.all(
+      metadata.parts.map((part, i) => this.resolvePart(context, part, i)),
+    );
+    let attempt: Attempt;
+    try {
+      attempt = await limiter.begin(keys, { cost: metadata.cost });
+    } catch (error) {
+      if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
+        this.http.applyHeaders(response, error.decision, limiter.policy);
+        this.throwRefusal(context, error.decision);
+      }
+      throw error;
+    }
+    this.http.applyHeaders(response, attempt.decision, limiter.policy);
+    request[REQUEST_ATTEMPT] = attempt;
+    return settleAfter(next.handle(), (outcome) =>
+      this.settle(context, metadata, attempt, outcome),
+    );
+  }
+
+  /**
+   * The caller key of one part: `ip:<hash>`, `user:<hash>`, `<field>:<hash>` or, for a function
+   * part, `<function name or "part<index>">:<hash>`. Missing values map to `<name>:-`.
+   */
+  protected async resolvePart(
+    context: ExecutionContext,
+    part: AttemptPart,
+    index: number,
+  ): Promise<string> {
+    const request = context.switchToHttp().getRequest<HttpRequestLike>();
+    if (typeof part === 'function') {
+      const value = await part(context);
+      const text = value === undefined || value === '' ? undefined : String(value);
+      return this.http.attemptKey(part.name || `part${index}`, text);
+    }
+    if (part === 'ip') return this.http.attemptKey('ip', this.http.clientIp(request));
+    if (part === 'user') return this.http.attemptKey('user', requestUserId(request));
+    return this.http.attemptKey(part, requestField(request, part));
+  }
+
+  /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */
+  protected shouldRefund(
+    context: ExecutionContext,
+    metadata: AttemptMetadata,
+    outcome: AttemptOutcome,
+  ): boolean {
+    const { refundOn } = metadata;
+    if (refundOn === 'success') return outcome.ok;
+    return typeof refundOn === 'function' ? refundOn(outcome, context) : false;
+  }
+
+  /** Throws the refusal: 429 with `Retry-After`, or 503 when the store failed (fail mode closed). */
+  protected throwRefusal(context: ExecutionContext, decision: Decision): never {
+    throw this.http.refuse(context.switchToHttp().getResponse<HttpResponseLike>(), decision);
+  }
+
+  /** Reports a settlement that failed (the cost was kept). Default: a warning in the Nest log. */
+  protected onSettleError(error: unknown, decision: Decision): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.logger.warn(
+      `Could not settle an attempt of policy '${decision.policy}'; the cost was kept (${reason})`,
+    );
+  }
+
+  private async settle(
+    context: ExecutionContext,
+    metadata: AttemptMetadata,
+    attempt: Attempt,
+    outcome: AttemptOutcome,
+  ): Promise<void> {
+    try {
+      if (!attempt.settled && !attempt.refunded && this.shouldRefund(context, metadata, outcome)) {
+        attempt.refund();
+      }
+      await attempt.settle();
+    } catch (error) {
+      this.onSettleError(error, attempt.decision);
+    }
+  }
+}
+
+/** Raised into `refundOn` when the client went away before the handler finished. */
+class AttemptCancelledError extends Error {
+  override readonly name = 'AttemptCancelledError';
+}
+
+/**
+ * Mirrors `source`, running `settle` exactly once when it completes, errors or is unsubscribed;
+ * completion and errors are passed on only after `settle` finished, so the response leaves with
+ * the refund applied. `settle` must not reject.
+ */
+function settleAfter<T>(
+  source: Observable<T>,
+  settle: (outcome: AttemptOutcome) => Promise<void>,
+): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let finished = false;
+    let last: T | undefined;
+    const finish = (outcome: AttemptOutcome): Promise<void> => {
+      finished = true;
+      return settle(outcome);
+    };
+    const subscription = source.subscribe({
+      next: (value) => {
+        last = value;
+        subscriber.next(value);
+      },
+      error: (error: unknown) => {
+        void finish({ ok: false, error }).then(() => subscriber.error(error));
+      },
+      complete: () => {
+        void finish({ ok: true, result: last }).then(() => subscriber.complete());
+      },
+    });
+    return () => {
+      subscription.unsubscribe();
+      if (!finished)
+        void finish({ ok: false, error: new AttemptCancelledError('request cancelled') });
+    };
+  });
+}

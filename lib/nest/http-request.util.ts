@@ -1,0 +1,86 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
+/**
+ * The parts of an Express `Request` or a Fastify `FastifyRequest` redlimit reads. Both adapters
+ * are handled by shape, never by importing either framework.
+ */
+export interface HttpRequestLike {
+  readonly method?: string;
+  readonly url?: string;
+  readonly headers?: IncomingHttpHeaders;
+  /** Express and Fastify (a getter over `raw.socket`). */
+  readonly socket?: { readonly remoteAddress?: string };
+  /** Fastify: the Node request. */
+  readonly raw?: { readonly socket?: { readonly remoteAddress?: string } };
+  /** Express: the matched route. */
+  readonly route?: { readonly path?: unknown };
+  /** Express: the mount path of the router. */
+  readonly baseUrl?: string;
+  /** Fastify: the matched route. */
+  readonly routeOptions?: { readonly url?: string };
+  readonly body?: unknown;
+  readonly params?: unknown;
+  readonly query?: unknown;
+  readonly user?: unknown;
+}
+
+/**
+ * The parts of an Express `Response` or a Fastify `FastifyReply` redlimit writes: both have
+ * `header(name, value)`; a bare Node response has `setHeader`.
+ */
+export interface HttpResponseLike {
+  header?(name: string, value: string): unknown;
+  setHeader?(name: string, value: string): unknown;
+}
+
+/** The connection's peer address (never a header). */
+export function peerAddress(request: HttpRequestLike): string | undefined {
+  return request.socket?.remoteAddress ?? request.raw?.socket?.remoteAddress;
+}
+
+/**
+ * The route template that matched (`/items/:id`), so path parameters cannot mint fresh budgets;
+ * `undefined` when the adapter does not say.
+ */
+export function routeTemplate(request: HttpRequestLike): string | undefined {
+  const fastifyUrl = request.routeOptions?.url;
+  if (typeof fastifyUrl === 'string') return fastifyUrl;
+  const expressPath = request.route?.path;
+  if (typeof expressPath === 'string') return `${request.baseUrl ?? ''}${expressPath}`;
+  return undefined;
+}
+
+/** Sets a response header on Express, Fastify or a bare Node response. */
+export function setResponseHeader(response: HttpResponseLike, name: string, value: string): void {
+  if (typeof response.header === 'function') response.header(name, value);
+  else if (typeof response.setHeader === 'function') response.setHeader(name, value);
+}
+
+/**
+ * A request value by name: the body first, then the route params, then the query string.
+ * Only strings and finite numbers count; anything else (arrays, objects) is missing.
+ */
+export function requestField(request: HttpRequestLike, name: string): string | undefined {
+  for (const source of [request.body, request.params, request.query]) {
+    if (source === null || typeof source !== 'object') continue;
+    if (!Object.prototype.hasOwnProperty.call(source, name)) continue;
+    const value = (source as Record<string, unknown>)[name];
+    return scalar(value);
+  }
+  return undefined;
+}
+
+/** `request.user.id`, else `request.user.sub`, as a string. */
+export function requestUserId(request: HttpRequestLike): string | undefined {
+  const user = request.user;
+  if (user === null || typeof user !== 'object') return undefined;
+  const { id, sub } = user as { id?: unknown; sub?: unknown };
+  return scalar(id) ?? scalar(sub);
+}
+
+function scalar(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'bigint') return value.toString();
+  return undefined;
+}

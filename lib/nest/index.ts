@@ -1,0 +1,31 @@
+/**
+ * redlimit for NestJS: `RedlimitModule`, `LimiterRegistry`, `@Throttle` + `RedlimitGuard`,
+ * `@Attempt` and the environment helper. Import from `redlimit/nest`; it also re-exports the
+ * core, so one import is enough. (`redlimit` alone is the framework-free core.)
+ *
+ * `Attempt` here is the parameter decorator and, as a type, the core `Attempt` it hands over.
+ * @packageDocumentation
+ */
+export * from '../core';
+export * from '../stores';
+export { Attempt } from './attempt.decorator';
+export * from './attempt.interceptor';
+export * from './client-ip.util';
+export * from './key-hash.util';
+export * from './limiter.registry';
+export * from './options-from-env.util';
+export * from './policy-spec.util';
+export * from './rate-limit-headers.util';
+export * from './rate-limit.exception';
+export * from './redlimit-config.error';
+export * from './redlimit-connection.service';
+export * from './redlimit-http.service';
+export * from './redlimit-options.interface';
+export * from './redlimit.constants';
+export * from './redlimit.guard';
+export * from './redlimit.metadata';
+export type { RedlimitModuleExtras } from './redlimit.module-definition';
+export * from './redlimit.module';
+export * from './redis-client.factory';
+export * from './skip-throttle.decorator';
+export * from './throttle.decorator';

@@ -1,0 +1,180 @@
+import { FAIL_MODES, type FailMode } from '../core/policy';
+import { createClientIpResolver } from './client-ip.util';
+import { parsePolicySpec } from './policy-spec.util';
+import { RedlimitConfigError } from './redlimit-config.error';
+import type {
+  ClientIpOptions,
+  RateLimitHeaderStyle,
+  RedlimitModuleOptions,
+} from './redlimit-options.interface';
+
+/** Environment variables: `process.env`, a plain record, or anything with `get(name)` (ConfigService). */
+export type EnvSource =
+  Readonly<Record<string, string | undefined>> | { get(name: string): unknown };
+
+/**
+ * Module options from environment variables, on top of `defaults` (a variable that is set wins;
+ * policies are merged by name). Every value is validated: a bad one throws a
+ * {@link RedlimitConfigError} naming the variable and the value.
+ *
+ * | variable | meaning |
+ * | --- | --- |
+ * | `REDLIMIT_REDIS_URL`, else `REDIS_URL` | `redis://` or `rediss://` URL |
+ * | `REDLIMIT_PREFIX` | key prefix |
+ * | `REDLIMIT_FAIL_MODE` | `closed` or `open` |
+ * | `REDLIMIT_TIMEOUT_MS` | whole ms ≥ 1 |
+ * | `REDLIMIT_POLICIES` | `login=fixed-window:10/15m,api=sliding-window:100/1m` (see {@link parsePolicySpec}) |
+ * | `REDLIMIT_DEFAULT_POLICY` | a policy name |
+ * | `REDLIMIT_HEADERS` | `ietf`, `legacy`, `both` or `none` |
+ * | `REDLIMIT_TRUSTED_PROXIES` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal` |
+ * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
+ * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
+ *
+ * @example
+ * RedlimitModule.forRootAsync({
+ *   imports: [ConfigModule],
+ *   inject: [ConfigService],
+ *   useFactory: (config: ConfigService) =>
+ *     redlimitOptionsFromEnv(config, { policies: { login: { algorithm: 'fixed-window', limit: 10, window: '15m' } } }),
+ * });
+ */
+export function redlimitOptionsFromEnv(
+  source: EnvSource = process.env,
+  defaults: RedlimitModuleOptions = {},
+): RedlimitModuleOptions {
+  const read = reader(source);
+  const options: { -readonly [K in keyof RedlimitModuleOptions]: RedlimitModuleOptions[K] } = {
+    ...defaults,
+  };
+
+  const urlVariable = read('REDLIMIT_REDIS_URL') !== undefined ? 'REDLIMIT_REDIS_URL' : 'REDIS_URL';
+  const url = read(urlVariable);
+  if (url !== undefined) {
+    if (!/^rediss?:\/\/[^\s]*$/.test(url)) {
+      throw new RedlimitConfigError(
+        urlVariable,
+        maskUrl(url),
+        'expected a redis:// or rediss:// URL',
+      );
+    }
+    options.redis = url;
+  }
+
+  const prefix = read('REDLIMIT_PREFIX');
+  if (prefix !== undefined) options.prefix = prefix;
+
+  const failMode = read('REDLIMIT_FAIL_MODE');
+  if (failMode !== undefined) {
+    if (!FAIL_MODES.includes(failMode as FailMode)) {
+      throw new RedlimitConfigError('REDLIMIT_FAIL_MODE', failMode, "expected 'closed' or 'open'");
+    }
+    options.failMode = failMode as FailMode;
+  }
+
+  const timeout = read('REDLIMIT_TIMEOUT_MS');
+  if (timeout !== undefined) {
+    const ms = Number(timeout);
+    if (!/^\d+$/.test(timeout) || !Number.isSafeInteger(ms) || ms < 1) {
+      throw new RedlimitConfigError(
+        'REDLIMIT_TIMEOUT_MS',
+        timeout,
+        'expected a whole number of milliseconds ≥ 1',
+      );
+    }
+    options.timeoutMs = ms;
+  }
+
+  const spec = read('REDLIMIT_POLICIES');
+  if (spec !== undefined) {
+    try {
+      options.policies = { ...defaults.policies, ...parsePolicySpec(spec) };
+    } catch (error) {
+      throw new RedlimitConfigError('REDLIMIT_POLICIES', spec, (error as Error).message);
+    }
+  }
+
+  const defaultPolicy = read('REDLIMIT_DEFAULT_POLICY');
+  if (defaultPolicy !== undefined) {
+    if (!Object.prototype.hasOwnProperty.call(options.policies ?? {}, defaultPolicy)) {
+      const known = Object.keys(options.policies ?? {}).join(', ') || 'none';
+      throw new RedlimitConfigError(
+        'REDLIMIT_DEFAULT_POLICY',
+        defaultPolicy,
+        `no such policy (known: ${known})`,
+      );
+    }
+    options.defaultPolicy = defaultPolicy;
+  }
+
+  const headers = read('REDLIMIT_HEADERS');
+  if (headers !== undefined) options.headers = headerStyle(headers);
+
+  const clientIp: { -readonly [K in keyof ClientIpOptions]: ClientIpOptions[K] } = {
+    ...defaults.clientIp,
+  };
+  const proxies = read('REDLIMIT_TRUSTED_PROXIES');
+  if (proxies !== undefined) {
+    clientIp.trustedProxies = proxies
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== '');
+    validateClientIp('REDLIMIT_TRUSTED_PROXIES', proxies, clientIp);
+  }
+  const subnet = read('REDLIMIT_IPV6_SUBNET');
+  if (subnet !== undefined) {
+    clientIp.ipv6Subnet = /^\d+$/.test(subnet) ? Number(subnet) : NaN;
+    validateClientIp('REDLIMIT_IPV6_SUBNET', subnet, clientIp);
+  }
+  if (proxies !== undefined || subnet !== undefined) options.clientIp = clientIp;
+
+  const secret = read('REDLIMIT_KEY_SECRET');
+  if (secret !== undefined) {
+    if (secret.length < 16) {
+      throw new RedlimitConfigError(
+        'REDLIMIT_KEY_SECRET',
+        '***',
+        'expected at least 16 characters',
+      );
+    }
+    options.keySecret = secret;
+  }
+  return options;
+}
+
+/** Reads a variable as a trimmed string; unset and empty both mean "not set". */
+function reader(source: EnvSource): (name: string) => string | undefined {
+  const get =
+    typeof (source as { get?: unknown }).get === 'function'
+      ? (name: string) => (source as { get(name: string): unknown }).get(name)
+      : (name: string) => (source as Readonly<Record<string, unknown>>)[name];
+  return (name) => {
+    const value = get(name);
+    if (value === undefined || value === null) return undefined;
+    const text = (typeof value === 'string' ? value : JSON.stringify(value)).trim();
+    return text === '' ? undefined : text;
+  };
+}
+
+function headerStyle(value: string): RateLimitHeaderStyle {
+  const style = value.toLowerCase();
+  if (style === 'ietf' || style === 'legacy' || style === 'both') return style;
+  if (style === 'none' || style === 'false') return false;
+  throw new RedlimitConfigError(
+    'REDLIMIT_HEADERS',
+    value,
+    "expected 'ietf', 'legacy', 'both' or 'none'",
+  );
+}
+
+function validateClientIp(variable: string, value: string, options: ClientIpOptions): void {
+  try {
+    createClientIpResolver(options);
+  } catch (error) {
+    throw new RedlimitConfigError(variable, value, (error as Error).message);
+  }
+}
+
+/** The URL with its password replaced by `***`. */
+function maskUrl(url: string): string {
+  return url.replace(/^(\w+:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
+}

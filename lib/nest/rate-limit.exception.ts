@@ -1,0 +1,62 @@
+import { HttpException, HttpStatus } from '@nestjs/common';
+import type { Decision } from '../core/decision';
+import { retryAfterSeconds } from './rate-limit-headers.util';
+
+/** JSON body of a 429 or 503 sent by redlimit. */
+export interface RateLimitResponseBody {
+  readonly statusCode: number;
+  readonly error: string;
+  readonly message: string;
+  /** The policy that refused. */
+  readonly policy: string;
+  /** Same as the `Retry-After` header: whole seconds, at least 1. */
+  readonly retryAfter: number;
+}
+
+/**
+ * 429 Too Many Requests for a refused decision; its body names the policy. The guard and the
+ * interceptor set `Retry-After` and the rate-limit headers before throwing it.
+ *
+ * @example
+ * if (!decision.allowed) throw new RateLimitExceededException(decision);
+ */
+export class RateLimitExceededException extends HttpException {
+  constructor(
+    /** The refused decision. */
+    readonly decision: Decision,
+  ) {
+    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
+    const body: RateLimitResponseBody = {
+      statusCode: HttpStatus.TOO_MANY_REQUESTS,
+      error: 'Too Many Requests',
+      message: `Rate limit of policy '${decision.policy}' exceeded; retry in ${retryAfter} s`,
+      policy: decision.policy,
+      retryAfter,
+    };
+    super(body, HttpStatus.TOO_MANY_REQUESTS);
+  }
+}
+
+/**
+ * 503 Service Unavailable: the rate-limit store failed (unreachable, erroring or slower than
+ * `timeoutMs`) and the policy fails closed. Says nothing about the caller's budget.
+ *
+ * @example
+ * if (decision.failure && !decision.allowed) throw new RateLimitUnavailableException(decision);
+ */
+export class RateLimitUnavailableException extends HttpException {
+  constructor(
+    /** The refused decision, with `failure` set. */
+    readonly decision: Decision,
+  ) {
+    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
+    const body: RateLimitResponseBody = {
+      statusCode: HttpStatus.SERVICE_UNAVAILABLE,
+      error: 'Service Unavailable',
+      message: `Rate limiting for policy '${decision.policy}' is unavailable; retry in ${retryAfter} s`,
+      policy: decision.policy,
+      retryAfter,
+    };
+    super(body, HttpStatus.SERVICE_UNAVAILABLE, { cause: decision.failure?.error });
+  }
+}

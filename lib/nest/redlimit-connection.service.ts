@@ -1,0 +1,82 @@
+import { Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { MemoryStore } from '../stores/memory.store';
+import { RedisStore, type RedisClient } from '../stores/redis.store';
+import type { Store } from '../stores/store.interface';
+import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
+import { closeRedisClient, createRedisClient } from './redis-client.factory';
+import type { RedlimitModuleOptions } from './redlimit-options.interface';
+
+/** Connection errors are logged at most this often (ioredis reports every reconnection). */
+const ERROR_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * The module's store and, when the module created it, its Redis client, which it closes on
+ * application shutdown (a client you passed in is left open). Injectable, e.g. for a health check.
+ *
+ * @example
+ * constructor(private readonly connection: RedlimitConnection) {}
+ * health() {
+ *   return { rateLimits: this.connection.kind, redis: this.connection.client?.status };
+ * }
+ */
+export class RedlimitConnection implements OnApplicationShutdown {
+  private constructor(
+    /** The store every limiter of the module uses. */
+    readonly store: Store,
+    /** `'redis'`, `'memory'` (the default MemoryStore) or `'custom'` (a store from options). */
+    readonly kind: 'redis' | 'memory' | 'custom',
+    /** The Redis client, when the store is the module's RedisStore. */
+    readonly client: RedisClient | undefined,
+    private readonly owned: boolean,
+    private readonly closeTimeoutMs: number,
+  ) {}
+
+  /**
+   * Builds the store from module options: Redis when `redis` is set, else `store`, else a
+   * MemoryStore with a warning that limits are per process.
+   */
+  static async open(options: RedlimitModuleOptions): Promise<RedlimitConnection> {
+    const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+    const timeoutMs = options.timeoutMs ?? 1000;
+    if (options.redis !== undefined) {
+      const { client, owned } = await createRedisClient(options.redis);
+      if (owned) logConnectionErrors(client, logger);
+      const store = new RedisStore({
+        client,
+        ...(options.prefix !== undefined && { prefix: options.prefix }),
+      });
+      return new RedlimitConnection(store, 'redis', client, owned, timeoutMs);
+    }
+    if (options.store !== undefined) {
+      const store = options.store;
+      if (!store || typeof store.consume !== 'function' || typeof store.refund !== 'function') {
+        throw new TypeError(
+          'RedlimitModule store must implement Store (consume, peek, refund, reset)',
+        );
+      }
+      return new RedlimitConnection(store, 'custom', undefined, false, timeoutMs);
+    }
+    logger.warn(
+      'No redis or store configured: using the in-memory store, so limits are per process ' +
+        '(each instance of the app keeps its own budgets). Set `redis` for shared limits.',
+    );
+    return new RedlimitConnection(new MemoryStore(), 'memory', undefined, false, timeoutMs);
+  }
+
+  /** Closes the Redis client if the module created it. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.client && this.owned) await closeRedisClient(this.client, this.closeTimeoutMs);
+  }
+}
+
+function logConnectionErrors(client: RedisClient, logger: Logger): void {
+  let lastLoggedAt = -Infinity;
+  client.on('error', (error: Error) => {
+    const now = performance.now();
+    if (now - lastLoggedAt < ERROR_LOG_INTERVAL_MS) return;
+    lastLoggedAt = now;
+    logger.warn(
+      `Redis connection error (decisions follow each policy's fail mode): ${error.message}`,
+    );
+  });
+}

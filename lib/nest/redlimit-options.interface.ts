@@ -1,0 +1,115 @@
+import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
+import type { StoreFailure } from '../core/decision';
+import type { FailMode, PolicyOptions } from '../core/policy';
+import type { RedisClient } from '../stores/redis.store';
+import type { Store } from '../stores/store.interface';
+
+/**
+ * Which rate-limit headers responses carry.
+ *
+ * - `'ietf'`: `RateLimit-Policy: "login";q=10;w=900` and `RateLimit: "login";r=3;t=412`
+ *   (draft-ietf-httpapi-ratelimit-headers-09 and later)
+ * - `'legacy'`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (seconds)
+ * - `'both'`: all of the above
+ * - `false`: none (a refusal still carries `Retry-After`)
+ */
+export type RateLimitHeaderStyle = 'ietf' | 'legacy' | 'both' | false;
+
+/**
+ * A Redis connection for the module.
+ *
+ * - a URL string, or `{ url, ...ioredisOptions }`, or plain ioredis options (`{ host, port }`):
+ *   the module creates the client and closes it on application shutdown;
+ * - `{ client }`: your own ioredis `Redis` or `Cluster`; the module never closes it;
+ * - `{ nodes, clusterOptions? }`: the module creates an ioredis `Cluster` and closes it on shutdown.
+ *
+ * @example
+ * RedlimitModule.forRoot({ redis: 'redis://localhost:6379' });
+ * RedlimitModule.forRoot({ redis: { url: process.env.REDIS_URL, connectTimeout: 2000 } });
+ * RedlimitModule.forRoot({ redis: { client: existingRedis } });
+ * RedlimitModule.forRoot({ redis: { nodes: [{ host: 'redis-0', port: 6379 }] } });
+ */
+export type RedisConnectionOptions =
+  | string
+  | { readonly client: RedisClient }
+  | { readonly nodes: readonly ClusterNode[]; readonly clusterOptions?: ClusterOptions }
+  | (RedisOptions & { readonly url?: string });
+
+/**
+ * How the client IP (the default tracker of `@Throttle` and the `'ip'` part of `@Attempt`) is
+ * found.
+ *
+ * @example
+ * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['loopback', '10.0.0.0/8'], ipv6Subnet: 56 } });
+ */
+export interface ClientIpOptions {
+  /**
+   * Proxies whose `X-Forwarded-For` is believed: addresses (`'10.0.0.7'`), CIDR ranges
+   * (`'10.0.0.0/8'`, `'fd00::/8'`) or the names `'loopback'`, `'private'` (RFC 1918 and `fc00::/7`)
+   * and `'linklocal'`. The client is the right-most address of the chain that is not a trusted
+   * proxy. Default: none — the peer address of the connection is the client and
+   * `X-Forwarded-For` is ignored.
+   */
+  readonly trustedProxies?: readonly string[];
+  /**
+   * IPv6 clients are grouped by this prefix length, since one host usually holds a whole /64.
+   * Default 64; 128 keeps single addresses. IPv4-mapped IPv6 addresses count as IPv4.
+   */
+  readonly ipv6Subnet?: number;
+}
+
+/** A policy in {@link RedlimitModuleOptions.policies}: its name is its key in the record. */
+export type PolicyDefinition = Omit<PolicyOptions, 'name'>;
+
+/**
+ * Options of `RedlimitModule.forRoot()` (or the result of `forRootAsync()`'s `useFactory`).
+ *
+ * @example
+ * RedlimitModule.forRoot({
+ *   redis: process.env.REDIS_URL,
+ *   policies: {
+ *     login: { algorithm: 'fixed-window', limit: 10, window: '15m' },
+ *     api: { algorithm: 'sliding-window', limit: 100, window: '1m', failMode: 'open' },
+ *   },
+ *   defaultPolicy: 'api',
+ *   headers: 'both',
+ * });
+ */
+export interface RedlimitModuleOptions {
+  /** Where budgets live, shared by every process. See {@link RedisConnectionOptions}. */
+  readonly redis?: RedisConnectionOptions;
+  /**
+   * Any other {@link Store} (e.g. a `MemoryStore` in tests). Ignored when `redis` is set. With
+   * neither, a `MemoryStore` is used and a startup warning says limits are per process.
+   */
+  readonly store?: Store;
+  /** Prepended to every Redis key the module's store writes. Default `'rl:'`. */
+  readonly prefix?: string;
+  /** Named policies, available to `@Throttle('name')`, `@Attempt(…, { policy })` and the registry. */
+  readonly policies?: Readonly<Record<string, PolicyDefinition>>;
+  /**
+   * Policy of `@Attempt` without `options.policy`, and of every route a global `RedlimitGuard`
+   * sees that has no `@Throttle` (routes with `@SkipThrottle()` excepted). Default: none.
+   */
+  readonly defaultPolicy?: string;
+  /** Fail mode of policies that set none. Default `'closed'`. */
+  readonly failMode?: FailMode;
+  /** Longest wait for the store per decision, in ms. Default 1000. */
+  readonly timeoutMs?: number;
+  /** `Retry-After` of a 503 sent because the store failed (fail mode `closed`), in ms. Default 1000. */
+  readonly failureRetryAfterMs?: number;
+  /** Rate-limit headers on allowed and refused responses. Default `'ietf'`. */
+  readonly headers?: RateLimitHeaderStyle;
+  /** How the client IP is found. Default: the connection's peer address, IPv6 grouped by /64. */
+  readonly clientIp?: ClientIpOptions;
+  /**
+   * Secret mixed into the hashes of `@Attempt` values (HMAC-SHA-256), so stored keys cannot be
+   * matched against a list of known emails. Default: plain SHA-256.
+   */
+  readonly keySecret?: string;
+  /**
+   * Called for every store failure a decision absorbed. Default: a warning through the Nest
+   * `Logger` (context `Redlimit`), at most one per policy every 10 s.
+   */
+  readonly onStoreFailure?: (failure: StoreFailure, policy: string) => void;
+}

@@ -1,0 +1,69 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { LimiterRegistry } from './limiter.registry';
+import { REDLIMIT_OPTIONS } from './redlimit.constants';
+import {
+  REDLIMIT_ASYNC_OPTIONS_TYPE,
+  REDLIMIT_OPTIONS_TYPE,
+  RedlimitConfigurableModule,
+} from './redlimit.module-definition';
+import { RedlimitConnection } from './redlimit-connection.service';
+import { RedlimitHttp } from './redlimit-http.service';
+import type { RedlimitModuleOptions } from './redlimit-options.interface';
+
+/**
+ * Rate limiting on Redis for a Nest app: provides {@link LimiterRegistry}, {@link RedlimitHttp}
+ * and {@link RedlimitConnection}, serves `@Attempt` and backs {@link RedlimitGuard}. Global by
+ * default (`isGlobal: false` to scope it).
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     RedlimitModule.forRoot({
+ *       redis: process.env.REDIS_URL,
+ *       policies: { login: { algorithm: 'fixed-window', limit: 10, window: '15m' } },
+ *     }),
+ *   ],
+ *   providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+@Module({
+  providers: [
+    {
+      provide: RedlimitConnection,
+      useFactory: (options: RedlimitModuleOptions) => RedlimitConnection.open(options),
+      inject: [REDLIMIT_OPTIONS],
+    },
+    LimiterRegistry,
+    RedlimitHttp,
+  ],
+  exports: [RedlimitConnection, LimiterRegistry, RedlimitHttp],
+})
+export class RedlimitModule extends RedlimitConfigurableModule {
+  /**
+   * Configures the module with options known up front.
+   *
+   * @example
+   * RedlimitModule.forRoot({ redis: 'redis://localhost:6379', policies: { api: { algorithm: 'sliding-window', limit: 100, window: '1m' } } });
+   */
+  static override forRoot(options: typeof REDLIMIT_OPTIONS_TYPE): DynamicModule {
+    return super.forRoot(options);
+  }
+
+  /**
+   * Configures the module from other providers, e.g. `ConfigService` with
+   * {@link redlimitOptionsFromEnv}. An error thrown by `useFactory` fails the boot.
+   *
+   * @example
+   * RedlimitModule.forRootAsync({
+   *   imports: [ConfigModule],
+   *   inject: [ConfigService],
+   *   useFactory: (config: ConfigService) => redlimitOptionsFromEnv(config),
+   * });
+   */
+  static override forRootAsync(options: typeof REDLIMIT_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return super.forRootAsync(options);
+  }
+}

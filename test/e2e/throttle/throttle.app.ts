@@ -1,0 +1,123 @@
+/** Fixture: routes under @Throttle, with the guard per controller and as APP_GUARD. */
+import { Controller, Get, Module, Param, Post, type Type, UseGuards } from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import type { Redis } from 'ioredis';
+import { RedlimitGuard, RedlimitModule, SkipThrottle, Throttle } from '../../../lib/nest';
+
+const apiKey = (ctx: import('@nestjs/common').ExecutionContext): string =>
+  `key:${String(ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-api-key'])}`;
+
+@Controller('shared')
+@UseGuards(RedlimitGuard)
+@Throttle('two')
+class SharedPolicyController {
+  @Get('a')
+  a(): string {
+    return 'a';
+  }
+
+  @Get('b')
+  b(): string {
+    return 'b';
+  }
+
+  @Get('items/:id')
+  item(@Param('id') id: string): { id: string } {
+    return { id };
+  }
+
+  /** The handler's @Throttle wins over the controller's. */
+  @Get('roomy')
+  @Throttle('five')
+  roomy(): string {
+    return 'roomy';
+  }
+
+  @Get('free')
+  @SkipThrottle()
+  free(): string {
+    return 'free';
+  }
+}
+
+@Controller('keys')
+@UseGuards(RedlimitGuard)
+class KeyedController {
+  @Get('api-key')
+  @Throttle('two', apiKey)
+  byApiKey(): string {
+    return 'ok';
+  }
+
+  /** Two keys, one decision: the tenant's and the caller's budget. */
+  @Get('tenant/:tenant')
+  @Throttle('two', (ctx) => {
+    const req = ctx.switchToHttp().getRequest<{ params: { tenant: string } }>();
+    return [`tenant:${req.params.tenant}`, apiKey(ctx)];
+  })
+  byTenant(): string {
+    return 'ok';
+  }
+}
+
+/** No guard here: only the APP_GUARD (defaultPolicy) applies. */
+@Controller('global')
+class GlobalController {
+  @Get('default')
+  byDefault(): string {
+    return 'default';
+  }
+
+  @Post('burst')
+  @Throttle('five')
+  burst(): string {
+    return 'burst';
+  }
+
+  @Get('health')
+  @SkipThrottle()
+  health(): string {
+    return 'ok';
+  }
+}
+
+@Controller('skipped')
+@SkipThrottle()
+class SkippedController {
+  @Get()
+  skipped(): string {
+    return 'skipped';
+  }
+
+  @Get('but-this')
+  @Throttle('two')
+  notSkipped(): string {
+    return 'throttled';
+  }
+}
+
+export function throttleApp(
+  client: Redis,
+  prefix: string,
+  headers?: 'ietf' | 'legacy' | 'both' | false,
+): Type {
+  @Module({
+    imports: [
+      RedlimitModule.forRoot({
+        redis: { client },
+        prefix,
+        ...(headers !== undefined && { headers }),
+        policies: {
+          two: { algorithm: 'fixed-window', limit: 2, window: '1m' },
+          five: { algorithm: 'sliding-window', limit: 5, window: '1m' },
+          three: { algorithm: 'fixed-window', limit: 3, window: '1m' },
+        },
+        defaultPolicy: 'three',
+      }),
+    ],
+    controllers: [SharedPolicyController, KeyedController, GlobalController, SkippedController],
+    providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
+  })
+  class ThrottleAppModule {}
+  return ThrottleAppModule;
+}

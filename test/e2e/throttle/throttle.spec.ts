@@ -1,0 +1,140 @@
+import type { Redis } from 'ioredis';
+import { createTestClient, uniquePrefix, warmPool } from '../../support/redis';
+import { count, PLATFORMS, type RunningApp, startApp, statuses } from '../support/app';
+import { throttleApp } from './throttle.app';
+
+describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
+  let client: Redis;
+  let app: RunningApp;
+
+  beforeAll(async () => {
+    client = createTestClient();
+    await warmPool(client);
+  });
+  afterAll(() => client.quit());
+  beforeEach(async () => {
+    app = await startApp(throttleApp(client, uniquePrefix('e2e-throttle')), platform);
+  });
+  afterEach(() => app.close());
+
+  it('limit 2: 200, 200, then 429 with Retry-After ≥ 1, the headers and a body naming the policy', async () => {
+    const first = await app.request('/shared/a');
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-policy')).toBe('"two";q=2;w=60');
+    expect(first.headers.get('ratelimit')).toMatch(/^"two";r=1;t=\d+$/);
+    expect((await app.request('/shared/a')).status).toBe(200);
+
+    const refused = await app.request('/shared/a');
+    expect(refused.status).toBe(429);
+    const retryAfter = Number(refused.headers.get('retry-after'));
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(refused.headers.get('ratelimit')).toBe(`"two";r=0;t=${retryAfter}`);
+    expect(await refused.json()).toMatchObject({
+      statusCode: 429,
+      policy: 'two',
+      retryAfter,
+    });
+  });
+
+  it('endpoints sharing a policy keep separate budgets', async () => {
+    expect(await statuses([app.request('/shared/a'), app.request('/shared/a')])).toEqual([
+      200, 200,
+    ]);
+    expect((await app.request('/shared/b')).status).toBe(200);
+    expect((await app.request('/shared/a')).status).toBe(429);
+    expect((await app.request('/shared/b')).status).toBe(200);
+    expect((await app.request('/shared/b')).status).toBe(429);
+  });
+
+  it('/items/1 and /items/2 share one budget: path parameters cannot mint fresh budgets', async () => {
+    expect((await app.request('/shared/items/1')).status).toBe(200);
+    expect((await app.request('/shared/items/2')).status).toBe(200);
+    expect((await app.request('/shared/items/3')).status).toBe(429);
+  });
+
+  it("a handler's @Throttle wins over its controller's", async () => {
+    const codes = await statuses(Array.from({ length: 6 }, () => app.request('/shared/roomy')));
+    expect(codes.sort()).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+
+  it('a custom key function replaces the default key', async () => {
+    const as = (key: string) => app.request('/keys/api-key', { headers: { 'x-api-key': key } });
+    expect((await as('alice')).status).toBe(200);
+    expect((await as('alice')).status).toBe(200);
+    expect((await as('alice')).status).toBe(429);
+    expect((await as('bob')).status).toBe(200); // same IP, other key: its own budget
+  });
+
+  it('a key function may return several keys, charged as one decision', async () => {
+    const call = (tenant: string, key: string) =>
+      app.request(`/keys/tenant/${tenant}`, { headers: { 'x-api-key': key } });
+    expect((await call('acme', 'alice')).status).toBe(200);
+    expect((await call('acme', 'bob')).status).toBe(200);
+    // The tenant is spent out, whoever calls; bob's own key still has budget elsewhere.
+    expect((await call('acme', 'carol')).status).toBe(429);
+    expect((await call('globex', 'bob')).status).toBe(200);
+    // bob has now spent 2: refused on another tenant too.
+    expect((await call('initech', 'bob')).status).toBe(429);
+  });
+
+  it('40 concurrent requests at limit 5 → exactly five 200s', async () => {
+    const codes = await statuses(
+      Array.from({ length: 40 }, () => app.request('/global/burst', { method: 'POST' })),
+    );
+    expect(count(codes, 200) + count(codes, 201)).toBe(5);
+    expect(count(codes, 429)).toBe(35);
+  });
+
+  it('a global guard applies defaultPolicy to routes without @Throttle', async () => {
+    const codes = await statuses(Array.from({ length: 4 }, () => app.request('/global/default')));
+    expect(codes.sort()).toEqual([200, 200, 200, 429]);
+    expect((await app.request('/global/default')).headers.get('ratelimit-policy')).toBe(
+      '"three";q=3;w=60',
+    );
+  });
+
+  it('@SkipThrottle() opts a handler or a controller out; a handler @Throttle under a skipped controller still applies', async () => {
+    const health = await statuses(Array.from({ length: 8 }, () => app.request('/global/health')));
+    expect(health.every((s) => s === 200)).toBe(true);
+    expect((await app.request('/global/health')).headers.get('ratelimit')).toBeNull();
+    const skipped = await statuses(Array.from({ length: 8 }, () => app.request('/skipped')));
+    expect(skipped.every((s) => s === 200)).toBe(true);
+    const free = await statuses(Array.from({ length: 8 }, () => app.request('/shared/free')));
+    expect(free.every((s) => s === 200)).toBe(true);
+    const inner = await statuses(Array.from({ length: 3 }, () => app.request('/skipped/but-this')));
+    expect(inner.sort()).toEqual([200, 200, 429]);
+  });
+});
+
+describe.each(PLATFORMS)('rate-limit header styles on %s', (platform) => {
+  let client: Redis;
+  beforeAll(() => {
+    client = createTestClient();
+  });
+  afterAll(() => client.quit());
+
+  it.each([
+    ['legacy', ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'], ['ratelimit']],
+    ['both', ['x-ratelimit-limit', 'ratelimit', 'ratelimit-policy'], []],
+    [false, [], ['ratelimit', 'ratelimit-policy', 'x-ratelimit-limit']],
+  ] as const)('headers: %s', async (style, present, absent) => {
+    const app = await startApp(throttleApp(client, uniquePrefix('e2e-headers'), style), platform);
+    try {
+      const ok = await app.request('/shared/a');
+      for (const name of present) expect(ok.headers.get(name)).not.toBeNull();
+      for (const name of absent) expect(ok.headers.get(name)).toBeNull();
+      if (style !== false) {
+        expect(ok.headers.get('x-ratelimit-limit')).toBe('2');
+        expect(ok.headers.get('x-ratelimit-remaining')).toBe('1');
+      }
+      await app.request('/shared/a');
+      const refused = await app.request('/shared/a');
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    } finally {
+      await app.close();
+    }
+  });
+});
