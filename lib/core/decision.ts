@@ -18,6 +18,8 @@ export interface Receipt {
   readonly cost: number;
   /** The store clock's reading (ms since the epoch) when the spend happened. */
   readonly at: number;
+  /** Identifies the spend's own entries where an algorithm stores them (`sliding-log`). */
+  readonly spendId?: string;
   /** Whether anything was spent; false for refused and read-only decisions. */
   readonly spent: boolean;
 }

@@ -24,18 +24,18 @@ export function normalizeKeys(keys: Keys): string[] {
 }
 
 /**
- * Validates a cost against a policy's smallest limit.
+ * Validates a cost against the largest a policy can ever allow (its smallest limit or burst).
  *
  * @throws RangeError naming `cost`
  */
-export function normalizeCost(cost: unknown, smallestLimit: number): number {
+export function normalizeCost(cost: unknown, maxCost: number): number {
   if (cost === undefined) return 1;
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost < 1) {
     throw new RangeError(`cost must be a whole number of at least 1; got ${describe(cost)}`);
   }
-  if (cost > smallestLimit) {
+  if (cost > maxCost) {
     throw new RangeError(
-      `cost ${cost} is above the policy's limit of ${smallestLimit}: it could never be allowed`,
+      `cost ${cost} is above the policy's limit of ${maxCost}: it could never be allowed`,
     );
   }
   return cost;

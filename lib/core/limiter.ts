@@ -68,7 +68,6 @@ export class Limiter {
   /** Longest wait for the store per call, in ms. */
   readonly timeoutMs: number;
   private readonly failureRetryAfterMs: number;
-  private readonly smallestLimit: number;
   private lastWarningAt = -Infinity;
 
   /**
@@ -83,7 +82,6 @@ export class Limiter {
       throw new TypeError('Limiter store must implement Store (consume, peek, refund, reset)');
     }
     this.policy = resolvePolicy(policy);
-    this.smallestLimit = Math.min(...this.policy.limits.map((rule) => rule.limit));
     const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
     if (!FAIL_MODES.includes(failMode)) {
       throw new RangeError(`failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`);
@@ -194,7 +192,7 @@ export class Limiter {
 
   private refundLate(request: SpendRequest, late: SpendResult): void {
     this.store
-      .refund({ ...request, at: late.at })
+      .refund({ ...request, at: late.at, spendId: late.spendId })
       .catch((error: unknown) =>
         this.reportFailure({ reason: 'error', error: asError(error), failMode: this.failMode }),
       );
@@ -242,7 +240,7 @@ export class Limiter {
       algorithm: this.policy.algorithm,
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
-      cost: normalizeCost(options?.cost, this.smallestLimit),
+      cost: normalizeCost(options?.cost, this.policy.maxCost),
     };
   }
 
@@ -256,6 +254,7 @@ export class Limiter {
       keys: request.keys,
       cost: spent ? request.cost : 0,
       at: result.at,
+      ...(spent && result.spendId !== undefined && { spendId: result.spendId }),
       spent,
     });
     const blockedKey = request.keys[result.blockedKeyIndex];

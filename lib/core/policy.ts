@@ -1,10 +1,22 @@
 import { type Duration, parseDuration } from './duration.util';
 
 /** The algorithms a policy can use. */
-export type Algorithm = 'fixed-window' | 'sliding-window';
+export type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'gcra' | 'sliding-log';
 
 /** Every algorithm this version implements, in documentation order. */
-export const ALGORITHMS: readonly Algorithm[] = ['fixed-window', 'sliding-window'];
+export const ALGORITHMS: readonly Algorithm[] = [
+  'fixed-window',
+  'sliding-window',
+  'token-bucket',
+  'gcra',
+  'sliding-log',
+];
+
+/** A sliding log stores one member per unit spent: its limit bounds the memory of a key. */
+export const MAX_SLIDING_LOG_LIMIT = 100_000;
+
+/** Algorithms whose capacity is `burst` (default `limit`) rather than `limit`. */
+const BURST_ALGORITHMS: readonly Algorithm[] = ['token-bucket', 'gcra'];
 
 /**
  * What a decision does when the store fails or is slower than `timeoutMs`: `closed` refuses
@@ -21,6 +33,8 @@ export interface LimitOptions {
   readonly limit: number;
   /** Window length: whole ms or a duration string (`'15m'`). */
   readonly window: Duration;
+  /** `token-bucket` and `gcra` only: capacity (the largest burst). Default `limit`. */
+  readonly burst?: number;
 }
 
 /**
@@ -43,6 +57,8 @@ export interface PolicyOptions {
   readonly limit?: number;
   /** Window of `limit`. */
   readonly window?: Duration;
+  /** `token-bucket` and `gcra` only: capacity of the `limit`/`window` bucket. Default `limit`. */
+  readonly burst?: number;
   /** Further limits checked in the same decision: allowed only if every limit allows. */
   readonly limits?: readonly LimitOptions[];
   /** Overrides the limiter's fail mode for this policy. */
@@ -55,6 +71,8 @@ export interface LimitRule {
   readonly limit: number;
   /** Window length in ms. */
   readonly windowMs: number;
+  /** Bucket capacity (`token-bucket`, `gcra`); equal to `limit` for the other algorithms. */
+  readonly burst: number;
 }
 
 /** A validated policy, as a {@link Limiter} uses it. */
@@ -67,6 +85,8 @@ export interface ResolvedPolicy {
   readonly limits: readonly LimitRule[];
   /** The policy's own fail mode, if it sets one. */
   readonly failMode?: FailMode;
+  /** The largest cost one call can ever be allowed: the smallest limit (or burst). */
+  readonly maxCost: number;
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -95,7 +115,10 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   }
   const given: Array<{ options: Partial<LimitOptions>; path: string }> = [];
   if (policy.limit !== undefined || policy.window !== undefined) {
-    given.push({ options: { limit: policy.limit, window: policy.window }, path: 'policy' });
+    given.push({
+      options: { limit: policy.limit, window: policy.window, burst: policy.burst },
+      path: 'policy',
+    });
   }
   if (policy.limits !== undefined) {
     const list: unknown = policy.limits; // narrowing the typed field would widen it to any[]
@@ -109,7 +132,16 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   if (given.length === 0) {
     throw new TypeError(`policy '${name}' needs limit and window (or limits)`);
   }
-  const limits = given.map(({ options, path }) => resolveLimit(options, path));
+  const usesBurst = BURST_ALGORITHMS.includes(algorithm);
+  const limits = given.map(({ options, path }) => resolveLimit(options, path, usesBurst));
+  limits.forEach((rule, index) => {
+    if (algorithm === 'sliding-log' && rule.limit > MAX_SLIDING_LOG_LIMIT) {
+      throw new RangeError(
+        `${given[index]!.path}.limit: a sliding log keeps one entry per unit, so its limit is at most ` +
+          `${MAX_SLIDING_LOG_LIMIT}; got ${rule.limit} (use sliding-window for large limits)`,
+      );
+    }
+  });
   const { failMode } = policy;
   if (failMode !== undefined && !FAIL_MODES.includes(failMode)) {
     throw new RangeError(
@@ -120,12 +152,13 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     name,
     algorithm,
     limits: Object.freeze(limits),
+    maxCost: Math.min(...limits.map((rule) => rule.burst)),
     ...(failMode !== undefined && { failMode }),
   });
 }
 
-function resolveLimit(options: Partial<LimitOptions>, path: string): LimitRule {
-  const { limit, window } = options ?? {};
+function resolveLimit(options: Partial<LimitOptions>, path: string, usesBurst: boolean): LimitRule {
+  const { limit, window, burst } = options ?? {};
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
     throw new RangeError(
       `${path}.limit must be a whole number of at least 1; got ${String(limit)}`,
@@ -141,5 +174,24 @@ function resolveLimit(options: Partial<LimitOptions>, path: string): LimitRule {
       `${path}: limit × window must stay below 2^53 (${limit} × ${windowMs} ms is too large)`,
     );
   }
-  return Object.freeze({ limit, windowMs });
+  if (burst !== undefined && !usesBurst) {
+    throw new RangeError(
+      `${path}.burst applies to ${BURST_ALGORITHMS.map((a) => `'${a}'`).join(' and ')} only`,
+    );
+  }
+  if (
+    burst !== undefined &&
+    (typeof burst !== 'number' || !Number.isSafeInteger(burst) || burst < 1)
+  ) {
+    throw new RangeError(
+      `${path}.burst must be a whole number of at least 1; got ${String(burst)}`,
+    );
+  }
+  const capacity = burst ?? limit;
+  if (capacity * windowMs > Number.MAX_SAFE_INTEGER) {
+    throw new RangeError(
+      `${path}: burst × window must stay below 2^53 (${capacity} × ${windowMs} ms is too large)`,
+    );
+  }
+  return Object.freeze({ limit, windowMs, burst: capacity });
 }

@@ -1,7 +1,10 @@
 import type { Algorithm } from '../core/policy';
+import { bucketMemory } from './memory/bucket.memory';
 import { fixedWindowMemory } from './memory/fixed-window.memory';
 import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm';
+import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
+import { nextSpendId, usesSpendIds } from './spend-id.util';
 import { storageKey } from './storage-key.util';
 import type {
   RefundRequest,
@@ -14,6 +17,9 @@ import type {
 const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
   'fixed-window': fixedWindowMemory,
   'sliding-window': slidingWindowMemory,
+  'token-bucket': bucketMemory,
+  gcra: bucketMemory,
+  'sliding-log': slidingLogMemory,
 };
 
 /** Options of {@link MemoryStore}. */
@@ -83,9 +89,11 @@ export class MemoryStore implements Store {
         const name = storageKey('', key, request.policy, l);
         const state = this.read(name, algorithm, now);
         if (state === undefined) return;
-        const next = algorithm.refund(state, rule, request.cost, request.at);
+        const next = algorithm.refund(state, rule, { ...request, now });
         if (next === null) this.entries.delete(name);
-        else if (next !== undefined) (this.entries.get(name) as Entry).value = next;
+        else if (next !== undefined) {
+          this.entries.set(name, { value: next.state, expiresAt: next.expiresAt });
+        }
       }),
     );
     return Promise.resolve();
@@ -101,6 +109,8 @@ export class MemoryStore implements Store {
   private decide(request: SpendRequest, spend: boolean): SpendResult {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
+    const spendId = spend && usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
+    const context = { cost: request.cost, now, spendId };
     const pairs: Array<{ name: string; evaluation: PairEvaluation<unknown> }> = [];
     let allowed = true;
     let remaining = Infinity;
@@ -111,12 +121,7 @@ export class MemoryStore implements Store {
     request.keys.forEach((key, k) =>
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
-        const evaluation = algorithm.evaluate(
-          this.read(name, algorithm, now),
-          rule,
-          request.cost,
-          now,
-        );
+        const evaluation = algorithm.evaluate(this.read(name, algorithm, now), rule, context);
         pairs.push({ name, evaluation });
         if (!evaluation.fits) {
           allowed = false;
@@ -136,10 +141,8 @@ export class MemoryStore implements Store {
     for (const { name, evaluation } of pairs) {
       resetAfterMs = Math.max(resetAfterMs, evaluation.resetMs(allowed));
       if (allowed && spend) {
-        this.entries.set(name, {
-          value: evaluation.next.state,
-          expiresAt: evaluation.next.expiresAt,
-        });
+        const { state, expiresAt } = evaluation.next();
+        this.entries.set(name, { value: state, expiresAt });
       }
     }
     if (allowed && spend) this.sweep(now, false);
@@ -150,7 +153,16 @@ export class MemoryStore implements Store {
     } else {
       limitIndex = blockedLimitIndex;
     }
-    return { allowed, remaining, limitIndex, retryAfterMs, resetAfterMs, blockedKeyIndex, at: now };
+    return {
+      allowed,
+      remaining,
+      limitIndex,
+      retryAfterMs,
+      resetAfterMs,
+      blockedKeyIndex,
+      at: now,
+      ...(spendId !== undefined && allowed && { spendId }),
+    };
   }
 
   private read(name: string, algorithm: MemoryAlgorithm<unknown>, now: number): unknown {

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { ScriptOperation } from './scripts';
 import { scriptFor } from './scripts';
+import { nextSpendId, usesSpendIds } from './spend-id.util';
 import { storageKeys } from './storage-key.util';
 import type {
   RefundRequest,
@@ -79,9 +80,11 @@ export class RedisStore implements Store {
   async refund(request: RefundRequest): Promise<void> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
     await this.run(request.algorithm, 'refund', keys, [
+      this.now(),
       this.expiryOffsetMs,
       request.cost,
       request.at,
+      request.spendId ?? '',
       ...limitArgs(request),
     ]);
   }
@@ -93,12 +96,13 @@ export class RedisStore implements Store {
 
   private async decide(request: SpendRequest, spend: boolean): Promise<SpendResult> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    const now = this.clock ? String(Math.floor(this.clock())) : '';
+    const spendId = spend && usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
     const reply = (await this.run(request.algorithm, 'consume', keys, [
-      now,
+      this.now(),
       this.expiryOffsetMs,
       request.cost,
       spend ? '1' : '0',
+      spendId ?? '',
       ...limitArgs(request),
     ])) as ScriptReply;
     const [allowed, remaining, binding, retryAfterMs, resetAfterMs, refusing, at] = reply;
@@ -110,7 +114,13 @@ export class RedisStore implements Store {
       resetAfterMs,
       blockedKeyIndex: refusing - 1,
       at,
+      ...(spendId !== undefined && allowed === 1 && { spendId }),
     };
+  }
+
+  /** The clock's reading for ARGV, or '' to have the script read Redis TIME. */
+  private now(): string {
+    return this.clock ? String(Math.floor(this.clock())) : '';
   }
 
   /** Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. */
@@ -153,6 +163,6 @@ function expiryOffset(clockNow: number): number {
 
 function limitArgs(request: SpendRequest): Array<number> {
   const args: number[] = [request.limits.length];
-  for (const { limit, windowMs } of request.limits) args.push(limit, windowMs);
+  for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
   return args;
 }

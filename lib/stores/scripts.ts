@@ -5,6 +5,9 @@ import type { Algorithm } from '../core/policy';
 /** Where the shipped Lua sources live: `<package>/lua`, two levels above `lib/stores` and `dist/stores`. */
 const LUA_ROOT = join(__dirname, '..', '..', 'lua');
 
+/** `--#include lib/x.lua` on a line of its own splices in that file (paths from `lua/`). */
+const INCLUDE = /^--#include (\S+)$/gm;
+
 /** The operations each algorithm implements as a script. */
 export type ScriptOperation = 'consume' | 'refund';
 
@@ -12,20 +15,30 @@ export type ScriptOperation = 'consume' | 'refund';
 export interface ScriptSource {
   /** Command name on the client (`defineCommand`). */
   readonly command: string;
-  /** Lua source. */
+  /** Lua source, includes resolved. */
   readonly lua: string;
 }
 
 const cache = new Map<string, ScriptSource>();
 
-/** Reads `lua/<algorithm>/<operation>.lua` once per process. */
+/** Reads `lua/<algorithm>/<operation>.lua` (with its includes) once per process. */
 export function scriptFor(algorithm: Algorithm, operation: ScriptOperation): ScriptSource {
   const id = `${algorithm}/${operation}`;
   let script = cache.get(id);
   if (!script) {
     const command = `redlimit_${algorithm.replace('-', '_')}_${operation}`;
-    script = { command, lua: readFileSync(join(LUA_ROOT, `${id}.lua`), 'utf8') };
+    script = { command, lua: load(`${id}.lua`) };
     cache.set(id, script);
   }
   return script;
+}
+
+function load(path: string, including: readonly string[] = []): string {
+  if (including.includes(path)) {
+    throw new Error(`lua/${path} includes itself (through ${including.join(' → ')})`);
+  }
+  const source = readFileSync(join(LUA_ROOT, path), 'utf8');
+  return source.replace(INCLUDE, (_line, included: string) =>
+    load(included, [...including, path]).trimEnd(),
+  );
 }

@@ -30,12 +30,16 @@ export interface SpendResult {
   readonly blockedKeyIndex: number;
   /** The store clock's reading when the request was decided, in ms. */
   readonly at: number;
+  /** Id of the spend's own stored entries, for algorithms that keep them (`sliding-log`). */
+  readonly spendId?: string;
 }
 
 /** Returns what one earlier spend took, to the windows it was taken from. */
 export interface RefundRequest extends SpendRequest {
   /** `at` of the spend being refunded. */
   readonly at: number;
+  /** `spendId` of the spend being refunded, where the algorithm has one. */
+  readonly spendId?: string;
 }
 
 /** Removes all state a policy holds for some keys. */

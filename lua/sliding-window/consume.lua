@@ -11,29 +11,9 @@ With e = now - w * window elapsed in the current window, the estimate is
 and a call of `cost` is allowed when prev * (window - e) + (cur + cost) * window <= limit * window,
 all in whole numbers (limit * window < 2^53 is checked before the script runs).
 
-KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l
-ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
-       [2] expiry offset: ms added to window ends for absolute expiries (0 on the Redis clock)
-       [3] cost: whole units to charge on every key
-       [4] mode: '1' spend, '0' peek (write nothing)
-       [5] L: number of limits, then for l = 1..L: [4 + 2l] limit, [5 + 2l] window ms
-Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when refused), retryAfterMs, resetAfterMs,
-        refusing key (1-based, 0 if allowed), now}
+KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used).
 ]]
-local rcall = redis.call
-
-local now
-if ARGV[1] == '' then
-  local t = rcall('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
-local offset = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local spend = ARGV[4] == '1'
-local limitCount = tonumber(ARGV[5])
-local keyCount = #KEYS / limitCount
+--#include lib/prelude.lua
 
 -- Earliest wait (ms) until `cost` fits, given the counts of the current window.
 local function waitFor(cur, prev, limit, window, e)
@@ -49,57 +29,37 @@ local function waitFor(cur, prev, limit, window, e)
   return window - e + at
 end
 
-local states = {}
-local allowed = true
-local remaining, binding = math.huge, 1
-local retryAfter, refusing, refusingLimit = 0, 0, 1
-
-for l = 1, limitCount do
-  local limit = tonumber(ARGV[4 + 2 * l])
-  local window = tonumber(ARGV[5 + 2 * l])
+local function evaluate(key, limit, window)
   local w = math.floor(now / window)
   local e = now - w * window
-  for k = 1, keyCount do
-    local i = (k - 1) * limitCount + l
-    local cur, prev = 0, 0
-    local raw = rcall('GET', KEYS[i])
-    if raw then
-      local sw, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
-      sw, c, p = tonumber(sw), tonumber(c), tonumber(p)
-      if sw == w then
-        cur, prev = c, p
-      elseif sw == w - 1 then
-        prev = c
-      end
+  local cur, prev = 0, 0
+  local raw = rcall('GET', key)
+  if raw then
+    local sw, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
+    sw, c, p = tonumber(sw), tonumber(c), tonumber(p)
+    if sw == w then
+      cur, prev = c, p
+    elseif sw == w - 1 then
+      prev = c
     end
-    local weighted = prev * (window - e)
-    local fits = weighted + (cur + cost) * window <= limit * window
-    if not fits then
-      allowed = false
-      local wait = waitFor(cur, prev, limit, window, e)
-      if wait > retryAfter or refusing == 0 then retryAfter, refusing, refusingLimit = wait, k, l end
-    end
-    local left = math.floor((limit * window - weighted) / window) - cur
-    if left < remaining then remaining, binding = left, l end
-    states[i] = { w, cur, prev, window, e }
   end
+  local weighted = prev * (window - e)
+  local fits = weighted + (cur + cost) * window <= limit * window
+  return {
+    fits = fits,
+    room = math.floor((limit * window - weighted) / window) - cur,
+    wait = fits and 0 or waitFor(cur, prev, limit, window, e),
+    reset = function(spent)
+      if cur > 0 or spent then return 2 * window - e end
+      if prev > 0 then return window - e end
+      return 0
+    end,
+    w = w, cur = cur, prev = prev,
+  }
 end
 
-local resetAfter = 0
-for i = 1, #KEYS do
-  local s = states[i]
-  local w, cur, prev, window, e = s[1], s[2], s[3], s[4], s[5]
-  if allowed then cur = cur + cost end
-  local reset = 0
-  if cur > 0 then reset = 2 * window - e elseif prev > 0 then reset = window - e end
-  if reset > resetAfter then resetAfter = reset end
-  if allowed and spend then
-    rcall('SET', KEYS[i], string.format('%d:%d:%d', w, cur, prev), 'PXAT', (w + 2) * window + offset)
-  end
+local function commit(key, ev, limit, window)
+  rcall('SET', key, string.format('%d:%d:%d', ev.w, ev.cur + cost, ev.prev), 'PXAT', (ev.w + 2) * window + offset)
 end
 
-if allowed then retryAfter, refusing, remaining = 0, 0, remaining - cost end
-
-if not allowed then binding = refusingLimit end
-
-return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now }
+--#include lib/consume-frame.lua

@@ -111,7 +111,8 @@ describe.each(stores)('$name store', (backend) => {
 });
 
 describe.each(stores)('$name store: large numbers', (backend) => {
-  it.each(ALGORITHMS)('%s counts exactly at a limit of 10^15 per ms-window', async (algorithm) => {
+  const counters = ALGORITHMS.filter((a) => a !== 'sliding-log'); // a log keeps one entry per unit
+  it.each(counters)('%s counts exactly at a limit of 10^15 per ms-window', async (algorithm) => {
     const limiter = new Limiter(backend.store(new TestClock()), {
       name: 'big',
       algorithm,

@@ -1,10 +1,11 @@
 import fc from 'fast-check';
-import { ALGORITHMS, type Decision, Limiter, type LimitRule } from '../../lib';
+import { type Algorithm, ALGORITHMS, type Decision, Limiter, type LimitOptions } from '../../lib';
 import { backends, TestClock } from '../support/backends';
-import { type ModelDecision, ReferenceModel } from '../support/reference-model';
+import { type ModelDecision, type ModelSpend, ReferenceModel } from '../support/reference-model';
 
 const [redis, memory] = backends('model');
 const KEYS = ['a', 'b', 'c'];
+const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 
 type Command =
   | { kind: 'consume'; keys: string[]; cost: number }
@@ -30,15 +31,18 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   },
 );
 
-const limitsArb: fc.Arbitrary<LimitRule[]> = fc.oneof(
-  fc
-    .tuple(fc.integer({ min: 2, max: 5 }), fc.constantFrom(700, 1_000))
-    .map(([limit, windowMs]) => [{ limit, windowMs }]),
-  fc.tuple(fc.integer({ min: 2, max: 3 }), fc.integer({ min: 4, max: 6 })).map(([short, long]) => [
-    { limit: short, windowMs: 500 },
-    { limit: long, windowMs: 1_500 },
-  ]),
-);
+/** One or two limits; windows that do not divide evenly by the limit (7 per 700 ms, 3 per 1 s). */
+function limitsFor(algorithm: Algorithm): fc.Arbitrary<LimitOptions[]> {
+  const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
+  const limit = (min: number, max: number, window: number) =>
+    fc
+      .tuple(fc.integer({ min, max }), fc.integer({ min: 0, max: 2 }))
+      .map(([n, extra]) => ({ limit: n, window, ...(bucket && { burst: n + extra }) }));
+  return fc.oneof(
+    fc.constantFrom(700, 1_000).chain((window) => limit(2, 7, window).map((l) => [l])),
+    fc.tuple(limit(2, 3, 500), limit(4, 6, 1_500)).map(([short, long]) => [short, long]),
+  );
+}
 
 const pick = (d: Decision): ModelDecision => ({
   allowed: d.allowed,
@@ -53,25 +57,16 @@ describe.each(ALGORITHMS)(
     it('on random sequences of consume / refund / clock advance', async () => {
       await fc.assert(
         fc.asyncProperty(
-          limitsArb,
+          limitsFor(algorithm),
           fc.array(command, { minLength: 5, maxLength: 40 }),
           async (limits, commands) => {
             const clock = new TestClock();
             clock.advance(123); // not on a window boundary
-            const policy = {
-              name: 'model',
-              algorithm,
-              limits: limits.map((r) => ({ limit: r.limit, window: r.windowMs })),
-            };
+            const policy = { name: 'model', algorithm, limits };
             const onRedis = new Limiter(redis!.store(clock), policy);
             const inMemory = new Limiter(memory!.store(clock), policy);
-            const model = new ReferenceModel(algorithm, limits);
-            const spent: Array<{
-              r: Decision;
-              m: Decision;
-              spend: Parameters<ReferenceModel['refund']>[0];
-            }> = [];
-            const smallest = Math.min(...limits.map((r) => r.limit));
+            const model = new ReferenceModel(algorithm, onRedis.policy.limits);
+            const spent: Array<{ r: Decision; m: Decision; spend: ModelSpend }> = [];
             for (const cmd of commands) {
               if (cmd.kind === 'advance') {
                 clock.advance(cmd.ms);
@@ -80,9 +75,9 @@ describe.each(ALGORITHMS)(
                 if (!target) continue;
                 await onRedis.refund(target.r);
                 await inMemory.refund(target.m);
-                model.refund(target.spend);
+                model.refund(target.spend, clock.now);
               } else {
-                const cost = Math.min(cmd.cost, smallest);
+                const cost = Math.min(cmd.cost, onRedis.policy.maxCost);
                 const r = await onRedis.consume(cmd.keys, { cost });
                 const m = await inMemory.consume(cmd.keys, { cost });
                 const expected = model.consume(cmd.keys, cost, clock.now);
@@ -93,7 +88,7 @@ describe.each(ALGORITHMS)(
             }
           },
         ),
-        { numRuns: Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 60) },
+        { numRuns: RUNS },
       );
     });
   },

@@ -11,6 +11,13 @@ const KEY_ARGS: Record<string, (args: string[]) => string[]> = {
   decrby: (a) => [a[0]!],
   pexpiretime: (a) => [a[0]!],
   del: (a) => a,
+  pexpireat: (a) => [a[0]!],
+  zadd: (a) => [a[0]!],
+  zrem: (a) => [a[0]!],
+  zcount: (a) => [a[0]!],
+  zrangebyscore: (a) => [a[0]!],
+  zrevrangebyscore: (a) => [a[0]!],
+  zremrangebyscore: (a) => [a[0]!],
   time: () => [],
 };
 
@@ -114,7 +121,9 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
         }
       }
       const written = runs.flatMap((r) =>
-        r.touched.filter((t) => ['set', 'incrby', 'decrby', 'del'].includes(t.command)),
+        r.touched.filter((t) =>
+          ['set', 'incrby', 'decrby', 'del', 'zadd', 'zrem'].includes(t.command),
+        ),
       );
       expect(written.length).toBeGreaterThan(0); // the workload did write
     });

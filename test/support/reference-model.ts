@@ -8,43 +8,60 @@ export interface ModelDecision {
   resetAfterMs: number;
 }
 
-interface Spend {
+/** One allowed spend, as the model remembers it. */
+export interface ModelSpend {
   keys: string[];
   cost: number;
   at: number;
   refunded: boolean;
 }
 
+/** A bucket's level, written as the time its backlog drains to zero (rationals kept exact). */
+interface Bucket {
+  /** Backlog in units (1 token = windowMs units) as of `since`. */
+  backlog: number;
+  since: number;
+  busyStart: number;
+  /** Smallest backlog just before a later spend of the busy period; -1 none. */
+  lowest: number;
+}
+
 /**
- * A deliberately naive limiter: it keeps every spend in a log, derives counts from the log, and
- * finds waits by stepping the clock one millisecond at a time. Independent of the stores' closed
- * forms, so agreement means something.
+ * A deliberately naive limiter. Window algorithms keep every spend in a log and count from it;
+ * buckets are replayed event by event; waits are found by stepping the clock one millisecond at
+ * a time. Independent of the stores' closed forms, so agreement means something.
  */
 export class ReferenceModel {
-  private readonly log: Spend[] = [];
+  private readonly log: ModelSpend[] = [];
+  private readonly buckets = new Map<string, Bucket>();
 
   constructor(
     private readonly algorithm: Algorithm,
     private readonly limits: readonly LimitRule[],
   ) {}
 
-  consume(keys: string[], cost: number, now: number): { decision: ModelDecision; spend?: Spend } {
+  consume(
+    keys: string[],
+    cost: number,
+    now: number,
+  ): { decision: ModelDecision; spend?: ModelSpend } {
     const keySet = [...new Set(keys)];
     const allowed = this.fits(keySet, cost, now);
-    let spend: Spend | undefined;
+    let spend: ModelSpend | undefined;
     if (allowed) {
       spend = { keys: keySet, cost, at: now, refunded: false };
       this.log.push(spend);
+      if (this.isBucket()) for (const key of keySet) this.spendBucket(key, cost, now);
     }
     let remaining = Infinity;
     for (const key of keySet) {
-      for (const rule of this.limits) {
-        remaining = Math.min(remaining, this.room(key, rule, now)); // the log already holds the spend
-      }
+      for (const [l, rule] of this.limits.entries())
+        remaining = Math.min(remaining, this.room(key, l, rule, now));
     }
     const retryAfterMs = allowed ? 0 : this.firstInstant((t) => this.fits(keySet, cost, t), now);
     const resetAfterMs = this.firstInstant(
-      (t) => keySet.every((key) => this.limits.every((rule) => this.weighted(key, rule, t) === 0)),
+      (t) =>
+        keySet.every((key) => this.limits.every((rule, l) => this.used(key, l, rule, t) === 0)),
       now,
       0,
     );
@@ -54,44 +71,93 @@ export class ReferenceModel {
     };
   }
 
-  refund(spend: Spend): void {
+  refund(spend: ModelSpend, now: number): void {
+    if (spend.refunded) return;
     spend.refunded = true;
-  }
-
-  /** Units charged on `key` in window `index` of `rule`. */
-  private count(key: string, rule: LimitRule, index: number): number {
-    let sum = 0;
-    for (const s of this.log) {
-      if (!s.refunded && s.keys.includes(key) && Math.floor(s.at / rule.windowMs) === index)
-        sum += s.cost;
+    if (!this.isBucket()) return; // the log simply stops counting it
+    for (const key of spend.keys) {
+      this.limits.forEach((rule, l) => {
+        const bucket = this.bucketAt(key, l, rule, now);
+        if (!bucket || spend.at < bucket.busyStart) return; // full since the spend: nothing back
+        let back = Math.min(spend.cost * rule.windowMs, bucket.backlog);
+        if (bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
+        bucket.backlog -= back;
+        if (bucket.lowest >= 0) bucket.lowest -= back;
+        this.buckets.set(`${key}/${l}`, bucket);
+      });
     }
-    return sum;
   }
 
-  /** Usage × window (an integer), so the comparison is exact. */
-  private weighted(key: string, rule: LimitRule, t: number): number {
-    const w = Math.floor(t / rule.windowMs);
-    const cur = this.count(key, rule, w) * rule.windowMs;
+  private isBucket(): boolean {
+    return this.algorithm === 'token-bucket' || this.algorithm === 'gcra';
+  }
+
+  /** Units used (× windowMs for window algorithms, backlog units for buckets) at instant t. */
+  private used(key: string, l: number, rule: LimitRule, t: number): number {
+    const { windowMs } = rule;
+    if (this.isBucket()) return this.bucketAt(key, l, rule, t)?.backlog ?? 0;
+    if (this.algorithm === 'sliding-log') {
+      return this.sum(key, (at) => at > t - windowMs && at <= t) * windowMs;
+    }
+    const w = Math.floor(t / windowMs);
+    const cur = this.sum(key, (at) => Math.floor(at / windowMs) === w) * windowMs;
     if (this.algorithm === 'fixed-window') return cur;
-    const elapsed = t - w * rule.windowMs;
-    return this.count(key, rule, w - 1) * (rule.windowMs - elapsed) + cur;
+    const prev = this.sum(key, (at) => Math.floor(at / windowMs) === w - 1);
+    return prev * (windowMs - (t - w * windowMs)) + cur;
   }
 
-  private room(key: string, rule: LimitRule, t: number): number {
-    return Math.floor((rule.limit * rule.windowMs - this.weighted(key, rule, t)) / rule.windowMs);
+  private capacity(rule: LimitRule): number {
+    return (this.isBucket() ? rule.burst : rule.limit) * rule.windowMs;
+  }
+
+  private room(key: string, l: number, rule: LimitRule, t: number): number {
+    return Math.floor((this.capacity(rule) - this.used(key, l, rule, t)) / rule.windowMs);
   }
 
   private fits(keys: string[], cost: number, t: number): boolean {
     return keys.every((key) =>
       this.limits.every(
-        (rule) => this.weighted(key, rule, t) + cost * rule.windowMs <= rule.limit * rule.windowMs,
+        (rule, l) => this.used(key, l, rule, t) + cost * rule.windowMs <= this.capacity(rule),
       ),
     );
   }
 
+  private sum(key: string, counted: (at: number) => boolean): number {
+    let units = 0;
+    for (const s of this.log)
+      if (!s.refunded && s.keys.includes(key) && counted(s.at)) units += s.cost;
+    return units;
+  }
+
+  /** The bucket drained to instant t (a copy for t in the future), or undefined when full. */
+  private bucketAt(key: string, l: number, rule: LimitRule, t: number): Bucket | undefined {
+    const bucket = this.buckets.get(`${key}/${l}`);
+    if (!bucket) return undefined;
+    const backlog = bucket.backlog - (t - bucket.since) * rule.limit;
+    if (backlog <= 0) return undefined;
+    if (t === bucket.since) return bucket;
+    return { ...bucket, backlog, since: t };
+  }
+
+  private spendBucket(key: string, cost: number, now: number): void {
+    this.limits.forEach((rule, l) => {
+      const id = `${key}/${l}`;
+      const current = this.bucketAt(key, l, rule, now);
+      const units = cost * rule.windowMs;
+      if (!current) {
+        this.buckets.set(id, { backlog: units, since: now, busyStart: now, lowest: -1 });
+        return;
+      }
+      const lowest =
+        current.lowest < 0 ? current.backlog : Math.min(current.lowest, current.backlog);
+      this.buckets.set(id, { ...current, backlog: current.backlog + units, since: now, lowest });
+    });
+  }
+
   private firstInstant(ok: (t: number) => boolean, now: number, from = 1): number {
-    const horizon = 3 * Math.max(...this.limits.map((r) => r.windowMs));
+    const horizon =
+      3 * Math.max(...this.limits.map((r) => Math.ceil((r.burst / r.limit) * r.windowMs)));
     for (let d = from; d <= horizon; d++) if (ok(now + d)) return d;
-    throw new Error('reference model: no instant found within three windows');
+    throw new Error('reference model: no instant found within the horizon');
   }
 }

@@ -54,6 +54,9 @@ describe('invalid policies throw at construction', () => {
       { limits: [{ limit: 1, window: 'x' }] },
       /policy\.limits\[0\]\.window/,
     ],
+    ['a sliding log past 100000', { algorithm: 'sliding-log', limit: 100_001 }, /at most 100000/],
+    ['burst on a fixed window', { burst: 5 }, /burst applies to 'token-bucket' and 'gcra' only/],
+    ['burst 0', { algorithm: 'token-bucket', burst: 0 }, /policy\.burst must be a whole number/],
   ])('%s', (_title, override, message) => {
     const policy = { ...valid, ...override };
     const construct = () => new Limiter(untouchable, policy);

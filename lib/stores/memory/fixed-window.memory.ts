@@ -12,22 +12,25 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
     return typeof value === 'object' && value !== null && 'windowEnd' in value && 'count' in value;
   },
 
-  evaluate(state, { limit, windowMs }, cost, now) {
+  evaluate(state, { limit, windowMs }, { cost, now }) {
     const windowEnd = (Math.floor(now / windowMs) + 1) * windowMs;
     const count = state?.windowEnd === windowEnd ? state.count : 0;
-    const fits = count + cost <= limit;
     return {
-      fits,
+      fits: count + cost <= limit,
       room: limit - count,
       waitMs: windowEnd - now,
       resetMs: (spent) => (spent || count > 0 ? windowEnd - now : 0),
-      next: { state: { windowEnd, count: count + cost }, expiresAt: windowEnd },
+      next: () => ({ state: { windowEnd, count: count + cost }, expiresAt: windowEnd }),
     };
   },
 
-  refund(state, { windowMs }, cost, at) {
+  refund(state, { windowMs }, { cost, at }) {
     const chargedEnd = (Math.floor(at / windowMs) + 1) * windowMs;
     if (state.windowEnd !== chargedEnd) return undefined;
-    return state.count <= cost ? null : { windowEnd: state.windowEnd, count: state.count - cost };
+    if (state.count <= cost) return null;
+    return {
+      state: { windowEnd: state.windowEnd, count: state.count - cost },
+      expiresAt: chargedEnd,
+    };
   },
 };

@@ -11,7 +11,23 @@ export interface PairEvaluation<S> {
   /** Time until this pair holds nothing, with or without the spend. */
   resetMs(spent: boolean): number;
   /** State after the spend, and when it stops mattering. */
-  readonly next: { readonly state: S; readonly expiresAt: number };
+  next(): StoredState<S>;
+}
+
+/** A state and the instant (store clock) after which it no longer matters. */
+export interface StoredState<S> {
+  readonly state: S;
+  readonly expiresAt: number;
+}
+
+/** What a spend or refund is about. */
+export interface SpendContext {
+  /** Units charged (or to give back). */
+  readonly cost: number;
+  /** The store clock now. */
+  readonly now: number;
+  /** The spend's id, for algorithms that store per-spend entries. */
+  readonly spendId?: string;
 }
 
 /** The in-process twin of an algorithm's Lua scripts: same arithmetic, same answers. */
@@ -19,10 +35,14 @@ export interface MemoryAlgorithm<S> {
   /** Whether a stored value is this algorithm's state (a value of another algorithm counts as empty). */
   owns(value: unknown): value is S;
   /** Evaluates one pair. */
-  evaluate(state: S | undefined, rule: LimitRule, cost: number, now: number): PairEvaluation<S>;
+  evaluate(state: S | undefined, rule: LimitRule, spend: SpendContext): PairEvaluation<S>;
   /**
-   * Returns `cost` units to the window that contained `at`: the new state, `null` to delete, or
-   * `undefined` when the charged window no longer holds anything to give back.
+   * Gives back what the spend at `at` took: the new state, `null` to delete, or `undefined` when
+   * nothing is left to give back.
    */
-  refund(state: S, rule: LimitRule, cost: number, at: number): S | null | undefined;
+  refund(
+    state: S,
+    rule: LimitRule,
+    spend: SpendContext & { readonly at: number },
+  ): StoredState<S> | null | undefined;
 }

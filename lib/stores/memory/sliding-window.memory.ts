@@ -13,7 +13,7 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     return typeof value === 'object' && value !== null && 'cur' in value && 'prev' in value;
   },
 
-  evaluate(state, { limit, windowMs }, cost, now) {
+  evaluate(state, { limit, windowMs }, { cost, now }) {
     const w = Math.floor(now / windowMs);
     const elapsed = now - w * windowMs;
     let cur = 0;
@@ -31,21 +31,24 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
       room: Math.floor((limit * windowMs - weighted) / windowMs) - cur,
       waitMs: fits ? 0 : waitFor(cur, prev, limit, windowMs, elapsed, cost),
       resetMs(spent) {
-        const held = spent ? cur + cost : cur;
-        if (held > 0) return 2 * windowMs - elapsed;
+        if (spent || cur > 0) return 2 * windowMs - elapsed;
         return prev > 0 ? windowMs - elapsed : 0;
       },
-      next: { state: { window: w, cur: cur + cost, prev }, expiresAt: (w + 2) * windowMs },
+      next: () => ({
+        state: { window: w, cur: cur + cost, prev },
+        expiresAt: (w + 2) * windowMs,
+      }),
     };
   },
 
-  refund(state, { windowMs }, cost, at) {
+  refund(state, { windowMs }, { cost, at }) {
     const charged = Math.floor(at / windowMs);
     let { cur, prev } = state;
     if (state.window === charged && cur > 0) cur -= Math.min(cost, cur);
     else if (state.window === charged + 1 && prev > 0) prev -= Math.min(cost, prev);
     else return undefined;
-    return cur === 0 && prev === 0 ? null : { window: state.window, cur, prev };
+    if (cur === 0 && prev === 0) return null;
+    return { state: { window: state.window, cur, prev }, expiresAt: (state.window + 2) * windowMs };
   },
 };
 

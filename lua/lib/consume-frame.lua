@@ -1,0 +1,62 @@
+--[[
+lib/consume-frame.lua: the part of every consume script that is the same for all algorithms.
+Included (by the script loader) at the end of lua/<algorithm>/consume.lua, which defines:
+
+  evaluate(key, limit, window, burst) -> { fits, room, wait, reset(spent), ... }
+      fits   whether `cost` fits under this limit on this key now
+      room   whole units left before this call
+      wait   when it does not fit: ms until it does, if nobody else spends
+      reset  function(spent): ms until the key holds nothing under this limit
+  commit(key, ev, limit, window, burst)   writes the spend evaluated as `ev`
+
+KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l
+ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
+       [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
+       [3] cost: whole units to charge on every key
+       [4] mode: '1' spend, '0' peek (write nothing)
+       [5] spend id: unique per spend (members of a sliding log), or ''
+       [6] L: number of limits, then for l = 1..L: [4 + 3l] limit, [5 + 3l] window ms, [6 + 3l] burst
+Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when refused),
+        retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), now}
+]]
+local spend = ARGV[4] == '1'
+local evaluations = {}
+local allowed = true
+local remaining, binding = math.huge, 1
+local retryAfter, refusing, refusingLimit = 0, 0, 1
+local limitCount = tonumber(ARGV[6])
+local keyCount = #KEYS / limitCount
+
+for l = 1, limitCount do
+  local limit, window, burst = tonumber(ARGV[4 + 3 * l]), tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l])
+  for k = 1, keyCount do
+    local i = (k - 1) * limitCount + l
+    local ev = evaluate(KEYS[i], limit, window, burst)
+    evaluations[i] = ev
+    if not ev.fits then
+      allowed = false
+      if ev.wait > retryAfter or refusing == 0 then retryAfter, refusing, refusingLimit = ev.wait, k, l end
+    end
+    if ev.room < remaining then remaining, binding = ev.room, l end
+  end
+end
+
+local resetAfter = 0
+for l = 1, limitCount do
+  local limit, window, burst = tonumber(ARGV[4 + 3 * l]), tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l])
+  for k = 1, keyCount do
+    local i = (k - 1) * limitCount + l
+    local ev = evaluations[i]
+    local reset = ev.reset(allowed)
+    if reset > resetAfter then resetAfter = reset end
+    if allowed and spend then commit(KEYS[i], ev, limit, window, burst) end
+  end
+end
+
+if allowed then
+  retryAfter, refusing, remaining = 0, 0, remaining - cost
+else
+  binding = refusingLimit
+end
+
+return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now }

@@ -1,0 +1,16 @@
+--[[
+lib/prelude.lua: included at the top of every script. Reads the clock and the arguments every
+operation shares (see the frames for the ARGV layout).
+]]
+local rcall = redis.call
+
+local now
+if ARGV[1] == '' then
+  local t = rcall('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local offset = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local spendId = ARGV[5]
