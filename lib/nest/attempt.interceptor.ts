@@ -124,7 +124,7 @@ export class AttemptInterceptor implements NestInterceptor {
   protected onSettleError(error: unknown, decision: Decision): void {
     const reason = error instanceof Error ? error.message : String(error);
     this.logger.warn(
-      `Could not settle an attempt of policy '${decision.policy}'; the cost was kept (${reason})`,
+      `Could not refund an attempt of policy '${decision.policy}'; the cost was kept (${reason})`,
     );
   }
 

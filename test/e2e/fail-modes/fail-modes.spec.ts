@@ -1,0 +1,102 @@
+import { createServer } from 'node:net';
+import Redis from 'ioredis';
+import { startRedisServer, type StartedRedisServer } from '../../support/redis';
+import { PLATFORMS, startApp } from '../support/app';
+import { failModeApp, TIMEOUT_MS } from './fail-modes.app';
+
+/** A port nothing listens on (taken from the OS, then released). */
+async function deadPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+const MARGIN_MS = 700;
+
+describe.each(PLATFORMS)('fail modes on %s', (platform) => {
+  describe('Redis unreachable', () => {
+    let url: string;
+    beforeAll(async () => {
+      url = `redis://127.0.0.1:${await deadPort()}`;
+    });
+
+    it(`closed: 503 with Retry-After within timeoutMs + margin, on @Throttle and @Attempt routes`, async () => {
+      const app = await startApp(failModeApp(url, 'closed'), platform);
+      try {
+        for (const [method, path] of [
+          ['GET', '/throttled'],
+          ['POST', '/attempt'],
+        ] as const) {
+          const started = performance.now();
+          const response = await app.request(path, { method });
+          expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+          expect(response.status).toBe(503);
+          expect(response.headers.get('retry-after')).toBe('1');
+          expect(response.headers.get('ratelimit')).toBeNull();
+          expect(await response.json()).toMatchObject({ statusCode: 503, policy: 'api' });
+        }
+      } finally {
+        await app.close();
+      }
+    });
+
+    it('open: 200, and the failure is logged', async () => {
+      const app = await startApp(failModeApp(url, 'open'), platform);
+      try {
+        const started = performance.now();
+        expect((await app.request('/throttled')).status).toBe(200);
+        expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+        expect([200, 201]).toContain((await app.request('/attempt', { method: 'POST' })).status);
+        expect(app.logs.join('\n')).toMatch(
+          /warn: Store (error|timeout) for policy 'api', failing open/,
+        );
+      } finally {
+        await app.close();
+      }
+    });
+  });
+
+  describe('Redis hangs (process frozen)', () => {
+    let server: StartedRedisServer;
+    let pid: number;
+    beforeAll(async () => {
+      server = await startRedisServer();
+      const probe = new Redis(server.url);
+      pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))![1]);
+      probe.disconnect();
+    });
+    afterAll(async () => {
+      process.kill(pid, 'SIGCONT');
+      await server.stop();
+    });
+
+    async function whileFrozen<T>(work: () => Promise<T>): Promise<T> {
+      process.kill(pid, 'SIGSTOP');
+      try {
+        return await work();
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    }
+
+    it.each([
+      ['closed', 503],
+      ['open', 200],
+    ] as const)('%s: answers %i after timeoutMs, not later', async (mode, status) => {
+      const app = await startApp(failModeApp(server.url, mode), platform);
+      try {
+        expect((await app.request('/throttled')).status).toBe(200); // connected and warm
+        const started = performance.now();
+        const response = await whileFrozen(() => app.request('/throttled'));
+        const elapsed = performance.now() - started;
+        expect(response.status).toBe(status);
+        expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
+        expect(elapsed).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
+      } finally {
+        await app.close();
+      }
+    });
+  });
+});

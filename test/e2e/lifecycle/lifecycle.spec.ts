@@ -1,0 +1,75 @@
+import { Limiter, LimiterRegistry, MemoryStore, RedlimitConnection } from '../../../lib/nest';
+import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, startApp } from '../support/app';
+import { lifecycleApp } from './lifecycle.app';
+
+describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
+  it('a client the module created is closed on shutdown', async () => {
+    const app = await startApp(
+      lifecycleApp({ redis: redisUrl(), prefix: uniquePrefix('e2e-life') }),
+      platform,
+    );
+    const connection = app.app.get(RedlimitConnection);
+    expect((await app.request('/ping')).status).toBe(200);
+    expect(connection.kind).toBe('redis');
+    expect(connection.client?.status).toBe('ready');
+    await app.close();
+    expect(connection.client?.status).toBe('end');
+  });
+
+  it('a client passed in is never closed', async () => {
+    const client = createTestClient();
+    try {
+      const app = await startApp(
+        lifecycleApp({ redis: { client }, prefix: uniquePrefix('e2e-life') }),
+        platform,
+      );
+      expect((await app.request('/ping')).status).toBe(200);
+      await app.close();
+      expect(client.status).toBe('ready');
+      expect(await client.ping()).toBe('PONG');
+    } finally {
+      await client.quit();
+    }
+  });
+
+  it('with neither redis nor store: the MemoryStore, and a startup warning that limits are per process', async () => {
+    const app = await startApp(lifecycleApp({}), platform);
+    try {
+      expect(app.app.get(RedlimitConnection).store).toBeInstanceOf(MemoryStore);
+      expect(app.logs.join('\n')).toMatch(/warn: .*in-memory store.*per process/);
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.request('/ping')).status);
+      expect(codes).toEqual([200, 200, 429]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the registry: get() by name, a clear error for an unknown name, register() at runtime, inline policies', async () => {
+    const app = await startApp(lifecycleApp({ store: new MemoryStore() }), platform);
+    try {
+      const registry = app.app.get(LimiterRegistry);
+      expect(registry.get('ping')).toBeInstanceOf(Limiter);
+      expect(() => registry.get('nope')).toThrow(/no policy named 'nope'; known policies: 'ping'/);
+      const otp = registry.register({
+        name: 'otp',
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1m',
+      });
+      expect(registry.get('otp')).toBe(otp);
+      expect(() =>
+        registry.register({ name: 'otp', algorithm: 'fixed-window', limit: 9, window: '1m' }),
+      ).toThrow(/different policy named 'otp'/);
+      expect((await otp.consume('phone:1')).allowed).toBe(true);
+      expect((await otp.consume('phone:1')).allowed).toBe(false);
+
+      expect((await app.request('/inline')).status).toBe(200);
+      expect((await app.request('/inline')).status).toBe(429);
+      expect(registry.names.sort()).toEqual(['inline', 'otp', 'ping']);
+    } finally {
+      await app.close();
+    }
+  });
+});
