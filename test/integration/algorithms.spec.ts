@@ -270,3 +270,26 @@ describe('redis store: peek changes nothing', () => {
     },
   );
 });
+
+describe('redis store: keys live no longer than their state matters (Redis clock)', () => {
+  const [redis] = stores;
+  const HOUR = 3_600_000;
+  it.each([
+    ['fixed-window', HOUR], // the window's end
+    ['sliding-window', 2 * HOUR], // the end of the next window
+    ['token-bucket', (3 * HOUR) / 10], // until 3 of 10-per-hour tokens have refilled
+    ['gcra', (3 * HOUR) / 10],
+    ['sliding-log', HOUR], // one window after the newest member
+  ] as const)('%s: TTL at most %i ms after a spend of 3', async (algorithm, bound) => {
+    const store = redis!.store() as RedisStore;
+    const limiter = new Limiter(store, { name: 'ttl', algorithm, limit: 10, window: '1h' });
+    await limiter.consume('k', { cost: 3 });
+    const [key] = await redis!.client!.keys(`${store.prefix}*`);
+    const ttl = await redis!.client!.pttl(key!);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(bound);
+    if (algorithm !== 'fixed-window' && algorithm !== 'sliding-window') {
+      expect(ttl).toBeGreaterThan(bound - 60_000); // and not shorter than the state matters
+    }
+  });
+});
