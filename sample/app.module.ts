@@ -1,27 +1,34 @@
-import { Module, type OnApplicationShutdown } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
-import { AppController } from './app.controller';
-import {
-  createStore,
-  SEARCH_LIMITER,
-  searchLimiter,
-  SIGN_IN_LIMITER,
-  signInLimiter,
-} from './limits';
-import { RateLimitedFilter } from './rate-limited.filter';
-
-const { store, close } = createStore();
+import { Module } from '@nestjs/common';
+import { ConfigModule, ConfigService } from '@nestjs/config';
+import { APP_GUARD } from '@nestjs/core';
+import { RedlimitGuard, RedlimitModule, redlimitOptionsFromEnv } from '../lib/nest';
+import { AuthController } from './auth.controller';
+import { AuthService } from './auth.service';
+import { HealthController } from './health.controller';
+import { LinksController } from './links.controller';
 
 @Module({
-  controllers: [AppController],
-  providers: [
-    { provide: SIGN_IN_LIMITER, useFactory: () => signInLimiter(store) },
-    { provide: SEARCH_LIMITER, useFactory: () => searchLimiter(store) },
-    { provide: APP_FILTER, useClass: RateLimitedFilter },
+  imports: [
+    ConfigModule.forRoot(),
+    // Redis from REDIS_URL (else the in-memory store, with a warning); every REDLIMIT_* variable
+    // overrides the defaults below, e.g. REDLIMIT_POLICIES="sign-in=fixed-window:3/1m".
+    RedlimitModule.forRootAsync({
+      imports: [ConfigModule],
+      inject: [ConfigService],
+      useFactory: (config: ConfigService) =>
+        redlimitOptionsFromEnv(config, {
+          prefix: 'sample:',
+          policies: {
+            'sign-in': { algorithm: 'fixed-window', limit: 5, window: '15m' },
+            links: { algorithm: 'sliding-window', limit: 10, window: '1m' },
+            api: { algorithm: 'sliding-window', limit: 100, window: '1m', failMode: 'open' },
+          },
+          defaultPolicy: 'api',
+          headers: 'ietf',
+        }),
+    }),
   ],
+  controllers: [AuthController, LinksController, HealthController],
+  providers: [AuthService, { provide: APP_GUARD, useClass: RedlimitGuard }],
 })
-export class AppModule implements OnApplicationShutdown {
-  async onApplicationShutdown(): Promise<void> {
-    await close();
-  }
-}
+export class AppModule {}

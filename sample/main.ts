@@ -9,7 +9,8 @@ async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
   new Logger('sample').log(
-    `listening on http://localhost:${port}: POST /sign-in {"email","password"}, GET /search?q=`,
+    `listening on http://localhost:${port}: POST /auth/sign-in {"email","password"}, ` +
+      'POST /links {"url"}, GET /links, GET /health',
   );
 }
 

@@ -4,11 +4,12 @@ import type { PolicyDefinition } from './redlimit-options.interface';
 /**
  * Parses the compact policy syntax used in environment variables:
  *
- *     name=algorithm:limit/window[+limit/window…][:failMode], …
+ *     name=algorithm:limit/window[~burst][+limit/window[~burst]…][:failMode], …
  *
  * e.g. `login=fixed-window:10/15m,api=sliding-window:100/1m+2000/1h:open`. Items are separated
  * by commas (whitespace and newlines around them are ignored); windows are durations (`500ms`,
- * `30s`, `15m`, `1h`, `1d`); `failMode` is `open` or `closed`. Every policy is validated.
+ * `30s`, `15m`, `1h`, `1d`); `~burst` sets the capacity of a `token-bucket` or `gcra` limit;
+ * `failMode` is `open` or `closed`. Every policy is validated.
  *
  * @throws RangeError saying which item is wrong and why
  * @example
@@ -32,7 +33,7 @@ export function parsePolicySpec(spec: string): Record<string, PolicyDefinition> 
   return policies;
 }
 
-const ITEM_SHAPE = 'name=algorithm:limit/window[+limit/window…][:open|:closed]';
+const ITEM_SHAPE = 'name=algorithm:limit/window[~burst][+limit/window…][:open|:closed]';
 
 function parseItem(item: string): { name: string; definition: PolicyDefinition } {
   const fail = (problem: string): never => {
@@ -51,15 +52,20 @@ function parseItem(item: string): { name: string; definition: PolicyDefinition }
     fail(`fail mode must be open or closed, not '${failMode}'`);
   }
   const limits = limitsText.split('+').map((rule) => {
-    const match = /^(\d+)\s*\/\s*(\S+)$/.exec(rule.trim());
-    if (!match) return fail(`'${rule}' is not limit/window such as 10/15m`);
-    return { limit: Number(match[1]), window: match[2] as string };
+    const match = /^(\d+)\s*\/\s*([^~\s]+)(?:\s*~\s*(\d+))?$/.exec(rule.trim());
+    if (!match) return fail(`'${rule}' is not limit/window[~burst] such as 10/15m`);
+    return {
+      limit: Number(match[1]),
+      window: match[2] as string,
+      ...(match[3] !== undefined && { burst: Number(match[3]) }),
+    };
   });
   const [first, ...more] = limits;
   const definition: PolicyDefinition = {
     algorithm: algorithm as PolicyOptions['algorithm'],
     limit: first?.limit,
     window: first?.window,
+    ...(first?.burst !== undefined && { burst: first.burst }),
     ...(more.length > 0 && { limits: more }),
     ...(failMode !== undefined && { failMode: failMode as FailMode }),
   };

@@ -1,0 +1,124 @@
+import Redis from 'ioredis';
+import { parsePolicySpec, RedlimitConfigError, redlimitOptionsFromEnv } from '../../../lib/nest';
+import { redisUrl, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, startApp } from '../support/app';
+import { envApp } from './config-from-env.app';
+
+describe.each(PLATFORMS)('forRootAsync with ConfigService and the env helper on %s', (platform) => {
+  it('takes Redis, prefix, policies and headers from the environment', async () => {
+    const prefix = uniquePrefix('e2e-env');
+    const app = await startApp(
+      envApp({
+        REDIS_URL: redisUrl(),
+        REDLIMIT_PREFIX: prefix,
+        REDLIMIT_POLICIES: 'login=fixed-window:2/15m, api=sliding-window:3/1m+10/1h',
+        REDLIMIT_HEADERS: 'legacy',
+      }),
+      platform,
+    );
+    const probe = new Redis(redisUrl());
+    try {
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.request('/login')).status);
+      expect(codes).toEqual([200, 200, 429]);
+      const api = await app.request('/api');
+      expect(api.headers.get('x-ratelimit-limit')).toBe('3'); // env beat the code default of 100
+      expect(api.headers.get('ratelimit')).toBeNull();
+      expect(await probe.keys(`${prefix}*`)).not.toHaveLength(0);
+    } finally {
+      probe.disconnect();
+      await app.close();
+    }
+  });
+
+  it.each([
+    ['REDLIMIT_POLICIES', { REDLIMIT_POLICIES: 'login=fixed-window:10/15x' }, /15x/],
+    ['REDLIMIT_POLICIES', { REDLIMIT_POLICIES: 'login=leaky-bucket:10/15m' }, /leaky-bucket/],
+    ['REDLIMIT_FAIL_MODE', { REDLIMIT_FAIL_MODE: 'sometimes' }, /sometimes/],
+    ['REDLIMIT_TIMEOUT_MS', { REDLIMIT_TIMEOUT_MS: '1.5s' }, /1\.5s/],
+    ['REDIS_URL', { REDIS_URL: 'http://user:hunter2@redis:6379' }, /user:\*\*\*@redis/],
+  ])(
+    'invalid %s: the app fails to boot with a message naming the variable',
+    async (variable, env, value) => {
+      const error = await startApp(envApp(env), platform).then(
+        (app) => app.close().then(() => new Error('booted')),
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(RedlimitConfigError);
+      expect((error as Error).message).toMatch(new RegExp(`^${variable}=`));
+      expect((error as Error).message).toMatch(value);
+      expect((error as Error).message).not.toMatch(/hunter2/);
+    },
+  );
+});
+
+describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
+  it('parses several policies, several limits, burst and fail mode', () => {
+    expect(
+      parsePolicySpec(
+        'login=fixed-window:10/15m,\n api = sliding-window:100/1m+2000/1h:open, bucket=token-bucket:10/1s~50',
+      ),
+    ).toEqual({
+      login: { algorithm: 'fixed-window', limit: 10, window: '15m' },
+      api: {
+        algorithm: 'sliding-window',
+        limit: 100,
+        window: '1m',
+        limits: [{ limit: 2000, window: '1h' }],
+        failMode: 'open',
+      },
+      bucket: { algorithm: 'token-bucket', limit: 10, window: '1s', burst: 50 },
+    });
+  });
+
+  it.each([
+    ['', /no policies/],
+    ['login', /no policy name before =|algorithm and limits/],
+    ['login=fixed-window', /algorithm and limits are required/],
+    ['login=fixed-window:ten/15m', /'ten\/15m' is not limit\/window/],
+    ['login=fixed-window:10/15m:maybe', /fail mode must be open or closed/],
+    ['login=fixed-window:10/15m,login=fixed-window:1/1m', /defined twice/],
+    ['a b=fixed-window:1/1m', /policy\.name/],
+  ])('rejects %j', (spec, message) => {
+    expect(() => parsePolicySpec(spec)).toThrow(message);
+  });
+
+  it('reads process.env-like records; unset and empty mean "keep the default"', () => {
+    const options = redlimitOptionsFromEnv(
+      {
+        REDLIMIT_REDIS_URL: 'redis://a:6379',
+        REDIS_URL: 'redis://b:6379',
+        REDLIMIT_FAIL_MODE: 'open',
+        REDLIMIT_TIMEOUT_MS: '250',
+        REDLIMIT_HEADERS: 'none',
+        REDLIMIT_TRUSTED_PROXIES: 'loopback, 10.0.0.0/8',
+        REDLIMIT_IPV6_SUBNET: '56',
+        REDLIMIT_PREFIX: '',
+      },
+      { prefix: 'app:', timeoutMs: 1000 },
+    );
+    expect(options).toEqual({
+      redis: 'redis://a:6379',
+      prefix: 'app:',
+      failMode: 'open',
+      timeoutMs: 250,
+      headers: false,
+      clientIp: { trustedProxies: ['loopback', '10.0.0.0/8'], ipv6Subnet: 56 },
+    });
+  });
+
+  it('names the variable in every error, and never shows a secret', () => {
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_DEFAULT_POLICY: 'x' })).toThrow(
+      /^REDLIMIT_DEFAULT_POLICY="x" is invalid: no such policy/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_TRUSTED_PROXIES: 'proxy.local' })).toThrow(
+      /^REDLIMIT_TRUSTED_PROXIES="proxy.local"/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_IPV6_SUBNET: '200' })).toThrow(
+      /^REDLIMIT_IPV6_SUBNET="200"/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_KEY_SECRET: 'short-secret' })).toThrow(
+      /^REDLIMIT_KEY_SECRET="\*\*\*" is invalid/,
+    );
+  });
+});

@@ -1,0 +1,101 @@
+/**
+ * The sample app (sample/) as its users meet it: the sign-in flow and the links flow, booted from
+ * its own AppModule with Redis from REDIS_URL, and a bad environment that stops it from booting.
+ */
+import { spawn } from 'node:child_process';
+import * as path from 'node:path';
+import { AppModule } from '../../../sample/app.module';
+import { redisUrl, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+
+const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' };
+
+describe.each(PLATFORMS)('the sample app on %s', (platform) => {
+  let app: RunningApp;
+  const saved = { ...process.env };
+
+  beforeEach(async () => {
+    process.env.REDIS_URL = redisUrl();
+    process.env.REDLIMIT_PREFIX = uniquePrefix('e2e-sample');
+    app = await startApp(AppModule, platform);
+  });
+  afterEach(async () => {
+    await app.close();
+    process.env = { ...saved };
+  });
+
+  const signIn = (email: string, password: string) =>
+    app.request('/auth/sign-in', { method: 'POST', body: { email, password } });
+
+  it('sign-in: right passwords are free; five wrong ones lock the account and the IP, right password or not', async () => {
+    for (let i = 0; i < 8; i++) {
+      const ok = await signIn(ADA.email, ADA.password);
+      expect(ok.status).toBe(200);
+      expect(await ok.json()).toEqual({ user: 'ada@example.com' });
+    }
+    for (let i = 0; i < 5; i++) {
+      expect((await signIn(i % 2 ? ' ADA@example.com' : ADA.email, 'guess')).status).toBe(401);
+    }
+    const locked = await signIn(ADA.email, ADA.password);
+    expect(locked.status).toBe(429);
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(800); // ~15 minutes
+    expect(locked.headers.get('ratelimit-policy')).toBe('"sign-in";q=5;w=900');
+    expect(await locked.json()).toMatchObject({ statusCode: 429, policy: 'sign-in' });
+    // The same IP is spent out too: guessing cannot move on to another account.
+    expect((await signIn('grace@example.com', 'cobol forever')).status).toBe(429);
+  });
+
+  it('links: ten per minute per client, then 429; /health is never limited', async () => {
+    for (let i = 0; i < 10; i++) {
+      const created = await app.request('/links', {
+        method: 'POST',
+        body: { url: `https://example.com/${i}` },
+      });
+      expect(created.status).toBe(201);
+      expect(created.headers.get('ratelimit')).toMatch(new RegExp(`^"links";r=${9 - i};t=\\d+$`));
+    }
+    const refused = await app.request('/links', {
+      method: 'POST',
+      body: { url: 'https://example.com/x' },
+    });
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ policy: 'links' });
+
+    const list = await app.request('/links');
+    expect(list.status).toBe(200);
+    expect(await list.json()).toHaveLength(10);
+    expect(list.headers.get('ratelimit-policy')).toBe('"api";q=100;w=60');
+
+    for (let i = 0; i < 5; i++) {
+      const health = await app.request('/health');
+      expect(await health.json()).toEqual({ status: 'ok', rateLimitStore: 'redis' });
+      expect(health.headers.get('ratelimit')).toBeNull();
+    }
+  });
+});
+
+describe('the sample app process', () => {
+  it('fails to boot on a bad REDLIMIT_POLICIES, naming the variable', async () => {
+    const root = path.resolve(__dirname, '..', '..', '..');
+    const child = spawn(
+      process.execPath,
+      ['-r', 'ts-node/register/transpile-only', 'sample/main.ts'],
+      {
+        cwd: root,
+        env: {
+          ...process.env,
+          TS_NODE_PROJECT: 'sample/tsconfig.json',
+          REDLIMIT_POLICIES: 'sign-in=fixed-window:5/15 minutes',
+          PORT: '0',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(code).not.toBe(0);
+    expect(output).toMatch(/REDLIMIT_POLICIES="sign-in=fixed-window:5\/15 minutes" is invalid/);
+  }, 20_000);
+});
