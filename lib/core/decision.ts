@@ -20,6 +20,8 @@ export interface Receipt {
   readonly at: number;
   /** Identifies the spend's own entries where an algorithm stores them (`sliding-log`). */
   readonly spendId?: string;
+  /** Per key, the store clock's reading, where keys were charged at different instants (Cluster). */
+  readonly atByKey?: readonly number[];
   /** Whether anything was spent; false for refused and read-only decisions. */
   readonly spent: boolean;
 }

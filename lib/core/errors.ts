@@ -59,7 +59,10 @@ export class StoreTimeoutError extends Error {
   constructor(
     /** The limit that passed, in ms. */
     readonly timeoutMs: number,
+    detail?: string,
   ) {
-    super(`the rate-limit store did not answer within ${timeoutMs} ms`);
+    super(
+      `the rate-limit store did not answer within ${timeoutMs} ms${detail ? `: ${detail}` : ''}`,
+    );
   }
 }

@@ -192,7 +192,7 @@ export class Limiter {
 
   private refundLate(request: SpendRequest, late: SpendResult): void {
     this.store
-      .refund({ ...request, at: late.at, spendId: late.spendId })
+      .refund({ ...request, at: late.at, spendId: late.spendId, atByKey: late.atByKey })
       .catch((error: unknown) =>
         this.reportFailure({ reason: 'error', error: asError(error), failMode: this.failMode }),
       );
@@ -241,6 +241,7 @@ export class Limiter {
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
       cost: normalizeCost(options?.cost, this.policy.maxCost),
+      timeoutMs: this.timeoutMs,
     };
   }
 
@@ -255,6 +256,7 @@ export class Limiter {
       cost: spent ? request.cost : 0,
       at: result.at,
       ...(spent && result.spendId !== undefined && { spendId: result.spendId }),
+      ...(spent && result.atByKey !== undefined && { atByKey: result.atByKey }),
       spent,
     });
     const blockedKey = request.keys[result.blockedKeyIndex];

@@ -1,8 +1,11 @@
 import type { Cluster, Redis } from 'ioredis';
+import { StoreTimeoutError } from '../core/errors';
+import { ClockOffset, monotonicNow } from './clock-offset';
+import { clusterSlot } from './cluster-slot.util';
 import type { ScriptOperation } from './scripts';
 import { scriptFor } from './scripts';
 import { nextSpendId, usesSpendIds } from './spend-id.util';
-import { storageKeys } from './storage-key.util';
+import { storageKey, storageKeys } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -30,24 +33,43 @@ export interface RedisStoreOptions {
   readonly clock?: () => number;
 }
 
-type ScriptReply = [number, number, number, number, number, number, number];
+/** consume-frame.lua's reply: 7 numbers, or [-1, now] when it ran past its deadline. */
+type ScriptReply = [number, number, number, number, number, number, number, number];
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
+/** A slot group's own answer, with the indices (into the request's keys) it covered. */
+interface PartResult {
+  readonly indices: readonly number[];
+  readonly result: SpendResult & { readonly resetIfUnspentMs: number };
+}
 
 /**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
  * one Lua script run (EVALSHA, reloaded transparently after a script flush or restart), so the
  * check and the spend cannot be interleaved with anything.
  *
+ * On Redis Cluster, the keys of one call that live in different slots are spent slot group by slot
+ * group, in slot order, each group atomically; when a later group refuses (or fails), the groups
+ * already charged are refunded by receipt. This never over-admits, but under contention a call may
+ * be refused although it would have fit.
+ *
+ * A decision carries a deadline (the limiter's `timeoutMs` on the Redis clock, from a measured
+ * offset): a script that runs after it, because the command was delayed or queued while the caller
+ * had already given up, writes nothing.
+ *
  * @example
  * const store = new RedisStore({ client: new Redis(process.env.REDIS_URL!) });
  * const limiter = new Limiter(store, { name: 'login', algorithm: 'fixed-window', limit: 10, window: '15m' });
  */
 export class RedisStore implements Store {
-  private readonly client: RedisClient;
   /** Prepended to every stored key. */
   readonly prefix: string;
+  private readonly client: RedisClient;
   private readonly clock?: () => number;
   private readonly expiryOffsetMs: number;
+  private readonly cluster: boolean;
+  private readonly redisClock = new ClockOffset();
+  private clockProbe?: Promise<void>;
 
   constructor(options: RedisStoreOptions) {
     const client = options?.client;
@@ -67,45 +89,152 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.clock = options.clock;
     this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
+    this.cluster = (client as { isCluster?: unknown }).isCluster === true;
   }
 
-  consume(request: SpendRequest): Promise<SpendResult> {
-    return this.decide(request, true);
+  async consume(request: SpendRequest): Promise<SpendResult> {
+    const spendId = usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
+    const groups = this.slotGroups(request);
+    if (groups.length === 1) return this.decide(request, true, spendId);
+    const charged: PartResult[] = [];
+    for (const [g, indices] of groups.entries()) {
+      let result;
+      try {
+        result = await this.decide(part(request, indices), true, spendId);
+      } catch (error) {
+        await this.compensate(request, charged, spendId);
+        throw error;
+      }
+      if (!result.allowed) {
+        await this.compensate(request, charged, spendId);
+        // The refusing group cannot see the others: peek the rest for an honest Retry-After.
+        const later = groups.slice(g + 1);
+        const peeks = await Promise.all(
+          later.map(async (rest) => ({
+            indices: rest,
+            result: await this.decide(part(request, rest), false),
+          })),
+        ).catch(() => []);
+        return merge(request, [...charged, { indices, result }, ...peeks]);
+      }
+      charged.push({ indices, result });
+    }
+    return { ...merge(request, charged), ...(spendId !== undefined && { spendId }) };
   }
 
-  peek(request: SpendRequest): Promise<SpendResult> {
-    return this.decide(request, false);
+  async peek(request: SpendRequest): Promise<SpendResult> {
+    const groups = this.slotGroups(request);
+    if (groups.length === 1) return this.decide(request, false);
+    const parts = await Promise.all(
+      groups.map(async (indices) => ({
+        indices,
+        result: await this.decide(part(request, indices), false),
+      })),
+    );
+    return merge(request, parts);
   }
 
   async refund(request: RefundRequest): Promise<void> {
+    await Promise.all(
+      this.slotGroups(request).map((indices) => {
+        const at = request.atByKey?.[indices[0]!] ?? request.at;
+        return this.refundPart(part(request, indices), at, request.spendId);
+      }),
+    );
+  }
+
+  async reset(request: ResetRequest): Promise<void> {
+    await Promise.all(
+      this.slotGroups(request).map((indices) =>
+        this.client.del(
+          ...storageKeys(
+            this.prefix,
+            part(request, indices).keys,
+            request.policy,
+            request.limits.length,
+          ),
+        ),
+      ),
+    );
+  }
+
+  /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
+  private slotGroups(request: {
+    readonly keys: readonly string[];
+    readonly policy: string;
+  }): number[][] {
+    const all = request.keys.map((_, i) => i);
+    if (!this.cluster || request.keys.length === 1) return [all];
+    const bySlot = new Map<number, number[]>();
+    for (const i of all) {
+      const slot = clusterSlot(storageKey(this.prefix, request.keys[i]!, request.policy, 0));
+      const group = bySlot.get(slot);
+      if (group) group.push(i);
+      else bySlot.set(slot, [i]);
+    }
+    return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+  }
+
+  private async compensate(
+    request: SpendRequest,
+    charged: readonly PartResult[],
+    spendId: string | undefined,
+  ): Promise<void> {
+    // A refund that fails leaves a charge in place: the safe side, never extra budget.
+    await Promise.allSettled(
+      charged.map(({ indices, result }) =>
+        this.refundPart(part(request, indices), result.at, spendId),
+      ),
+    );
+  }
+
+  private async refundPart(request: SpendRequest, at: number, spendId?: string): Promise<void> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
     await this.run(request.algorithm, 'refund', keys, [
       this.now(),
       this.expiryOffsetMs,
       request.cost,
-      request.at,
-      request.spendId ?? '',
+      at,
+      spendId ?? '',
+      '',
       ...limitArgs(request),
     ]);
   }
 
-  async reset(request: ResetRequest): Promise<void> {
+  private async decide(
+    request: SpendRequest,
+    spend: boolean,
+    spendId?: string,
+  ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    await this.client.del(...keys);
-  }
-
-  private async decide(request: SpendRequest, spend: boolean): Promise<SpendResult> {
-    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    const spendId = spend && usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
+    const deadline = spend ? await this.deadline(request.timeoutMs) : '';
+    const sentAt = monotonicNow();
     const reply = (await this.run(request.algorithm, 'consume', keys, [
       this.now(),
       this.expiryOffsetMs,
       request.cost,
       spend ? '1' : '0',
       spendId ?? '',
+      deadline,
       ...limitArgs(request),
     ])) as ScriptReply;
-    const [allowed, remaining, binding, retryAfterMs, resetAfterMs, refusing, at] = reply;
+    if (reply[0] === -1) {
+      throw new StoreTimeoutError(
+        request.timeoutMs ?? 0,
+        'the script ran after its deadline and wrote nothing',
+      );
+    }
+    const [
+      allowed,
+      remaining,
+      binding,
+      retryAfterMs,
+      resetAfterMs,
+      refusing,
+      at,
+      resetIfUnspentMs,
+    ] = reply;
+    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), at);
     return {
       allowed: allowed === 1,
       remaining,
@@ -114,8 +243,34 @@ export class RedisStore implements Store {
       resetAfterMs,
       blockedKeyIndex: refusing - 1,
       at,
+      resetIfUnspentMs,
       ...(spendId !== undefined && allowed === 1 && { spendId }),
     };
+  }
+
+  /** The instant on the script's clock after which a spend must not be written. */
+  private async deadline(timeoutMs: number | undefined): Promise<string> {
+    if (timeoutMs === undefined) return '';
+    if (this.clock) return String(Math.floor(this.clock()) + timeoutMs);
+    if (this.redisClock.value === undefined) await this.probeClock();
+    return String(Math.floor(monotonicNow() + (this.redisClock.value as number) + timeoutMs));
+  }
+
+  /** Measures the Redis clock once, before the first decision (later replies keep it fresh). */
+  private probeClock(): Promise<void> {
+    this.clockProbe ??= (async () => {
+      const sentAt = monotonicNow();
+      const [seconds, micros] = await this.client.time();
+      this.redisClock.observe(
+        sentAt,
+        monotonicNow(),
+        Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
+      );
+    })().catch((error: unknown) => {
+      this.clockProbe = undefined; // try again with the next decision
+      throw error;
+    });
+    return this.clockProbe;
   }
 
   /** The clock's reading for ARGV, or '' to have the script read Redis TIME. */
@@ -136,6 +291,67 @@ export class RedisStore implements Store {
     const call = client[command] as ScriptCommand;
     return call.call(this.client, keys.length, ...keys, ...args).catch(explainScriptError);
   }
+}
+
+/** The same request, narrowed to some of its keys. */
+function part<R extends { readonly keys: readonly string[] }>(
+  request: R,
+  indices: readonly number[],
+): R {
+  if (indices.length === request.keys.length) return request;
+  return { ...request, keys: indices.map((i) => request.keys[i]!) };
+}
+
+/**
+ * One answer from the answers of several slot groups, as if one script had seen every key: all
+ * must allow; the least room binds; the longest wait refuses; instants are kept per key.
+ */
+function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult {
+  const allowed = parts.every(({ result }) => result.allowed);
+  let room = Infinity;
+  let limitIndex = 0;
+  let retryAfterMs = 0;
+  let blockedKeyIndex = -1;
+  let resetAfterMs = 0;
+  const atByKey: number[] = new Array<number>(request.keys.length);
+  for (const { indices, result } of parts) {
+    const partRoom = result.allowed ? result.remaining + request.cost : result.remaining;
+    if (partRoom < room) {
+      room = partRoom;
+      limitIndex = result.limitIndex;
+    }
+    if (!result.allowed && (result.retryAfterMs > retryAfterMs || blockedKeyIndex < 0)) {
+      retryAfterMs = result.retryAfterMs;
+      blockedKeyIndex = indices[result.blockedKeyIndex]!;
+      limitIndex = result.limitIndex;
+    }
+    const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
+    resetAfterMs = Math.max(resetAfterMs, reset);
+    for (const i of indices) atByKey[i] = result.at;
+  }
+  if (!allowed) {
+    // The refusing limit binds (set above); room is what is left now.
+    return {
+      allowed,
+      remaining: room,
+      limitIndex,
+      retryAfterMs,
+      resetAfterMs,
+      blockedKeyIndex,
+      at: parts[0]!.result.at,
+      atByKey,
+    };
+  }
+  return {
+    allowed,
+    remaining: room - request.cost,
+    limitIndex,
+    retryAfterMs: 0,
+    resetAfterMs,
+    blockedKeyIndex: -1,
+    at: parts[0]!.result.at,
+    atByKey,
+  };
 }
 
 /** Script errors a user can act on get a message that says what to do. */

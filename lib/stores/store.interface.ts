@@ -12,6 +12,11 @@ export interface SpendRequest {
   readonly keys: readonly string[];
   /** Units to charge on every key (≥ 1). */
   readonly cost: number;
+  /**
+   * How long the caller waits for this request, in ms. A store that can be reached late (Redis)
+   * must not apply a spend that arrives after that.
+   */
+  readonly timeoutMs?: number;
 }
 
 /** A store's answer to a {@link SpendRequest}. */
@@ -32,6 +37,8 @@ export interface SpendResult {
   readonly at: number;
   /** Id of the spend's own stored entries, for algorithms that keep them (`sliding-log`). */
   readonly spendId?: string;
+  /** Per key, when keys were decided at different instants (Redis Cluster slot groups). */
+  readonly atByKey?: readonly number[];
 }
 
 /** Returns what one earlier spend took, to the windows it was taken from. */
@@ -40,6 +47,8 @@ export interface RefundRequest extends SpendRequest {
   readonly at: number;
   /** `spendId` of the spend being refunded, where the algorithm has one. */
   readonly spendId?: string;
+  /** `atByKey` of the spend being refunded, where keys were decided at different instants. */
+  readonly atByKey?: readonly number[];
 }
 
 /** Removes all state a policy holds for some keys. */

@@ -15,20 +15,26 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [3] cost: whole units to charge on every key
        [4] mode: '1' spend, '0' peek (write nothing)
        [5] spend id: unique per spend (members of a sliding log), or ''
-       [6] L: number of limits, then for l = 1..L: [4 + 3l] limit, [5 + 3l] window ms, [6 + 3l] burst
+       [6] deadline: ms on the same clock as now, or '' for none. A script that runs after it (the
+           caller already gave up: a delayed, queued or replayed command) writes nothing
+       [7] L: number of limits, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
 Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when refused),
-        retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), now}
+        retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), now,
+        resetAfterMs had nothing been spent (to merge the answers of several Cluster slots)}
+       or {-1, now} when the deadline had passed
 ]]
+if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
+
 local spend = ARGV[4] == '1'
 local evaluations = {}
 local allowed = true
 local remaining, binding = math.huge, 1
 local retryAfter, refusing, refusingLimit = 0, 0, 1
-local limitCount = tonumber(ARGV[6])
+local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / limitCount
 
 for l = 1, limitCount do
-  local limit, window, burst = tonumber(ARGV[4 + 3 * l]), tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l])
+  local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
   for k = 1, keyCount do
     local i = (k - 1) * limitCount + l
     local ev = evaluate(KEYS[i], limit, window, burst)
@@ -41,14 +47,15 @@ for l = 1, limitCount do
   end
 end
 
-local resetAfter = 0
+local resetAfter, resetUnspent = 0, 0
 for l = 1, limitCount do
-  local limit, window, burst = tonumber(ARGV[4 + 3 * l]), tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l])
+  local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
   for k = 1, keyCount do
     local i = (k - 1) * limitCount + l
     local ev = evaluations[i]
-    local reset = ev.reset(allowed)
+    local reset, unspent = ev.reset(allowed), ev.reset(false)
     if reset > resetAfter then resetAfter = reset end
+    if unspent > resetUnspent then resetUnspent = unspent end
     if allowed and spend then commit(KEYS[i], ev, limit, window, burst) end
   end
 end
@@ -59,4 +66,4 @@ else
   binding = refusingLimit
 end
 
-return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now }
+return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now, resetUnspent }

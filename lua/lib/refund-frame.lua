@@ -8,17 +8,17 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
 
 KEYS   as in consume-frame.lua
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`    [5] spend id (or '')
-       [6] L, then for l = 1..L: [4 + 3l] limit, [5 + 3l] window ms, [6 + 3l] burst
+       [4] at: the spend's `now`    [5] spend id (or '')    [6] unused (a late refund still applies)
+       [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
 Return number of (key, limit) states that gave something back
 ]]
 local at = tonumber(ARGV[4])
-local limitCount = tonumber(ARGV[6])
+local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / limitCount
 local reduced = 0
 
 for l = 1, limitCount do
-  local limit, window, burst = tonumber(ARGV[4 + 3 * l]), tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l])
+  local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
   for k = 1, keyCount do
     reduced = reduced + refund(KEYS[(k - 1) * limitCount + l], limit, window, burst, at)
   end

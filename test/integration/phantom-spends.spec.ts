@@ -1,0 +1,78 @@
+import Redis from 'ioredis';
+import { ALGORITHMS, RedisStore, resolvePolicy, StoreTimeoutError } from '../../lib';
+import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { spawnRedisServer } from '../support/redis-server';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('a spend that reaches Redis after its deadline writes nothing', () => {
+  let server: StartedRedisServer;
+  let client: Redis;
+  let pid: number;
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.url, { maxRetriesPerRequest: null });
+    pid = Number(/process_id:(\d+)/.exec(await client.info('server'))![1]);
+  });
+  afterAll(async () => {
+    process.kill(pid, 'SIGCONT');
+    client.disconnect();
+    await server.stop();
+  });
+
+  it.each(ALGORITHMS)('%s: a command held up by a frozen Redis', async (algorithm) => {
+    const store = new RedisStore({ client, prefix: `phantom:${algorithm}:` });
+    const policy = resolvePolicy({ name: 'p', algorithm, limit: 5, window: '1h' });
+    const request = {
+      policy: 'p',
+      algorithm,
+      limits: policy.limits,
+      keys: ['k'],
+      cost: 1,
+      timeoutMs: 100,
+    };
+    await store.peek(request); // scripts loaded, clock measured
+    process.kill(pid, 'SIGSTOP');
+    const late = store.consume(request).catch((error: unknown) => error);
+    await sleep(300); // the caller gave up after 100 ms
+    process.kill(pid, 'SIGCONT');
+    const outcome = await late;
+    expect(outcome).toBeInstanceOf(StoreTimeoutError);
+    expect((outcome as Error).message).toMatch(/after its deadline and wrote nothing/);
+    expect(await client.keys('phantom:*')).toEqual([]);
+  });
+
+  it('a command replayed from the offline queue after Redis restarted', async () => {
+    const own = await startRedisServer();
+    const port = own.port;
+    const queued = new Redis(own.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    const store = new RedisStore({ client: queued, prefix: 'replay:' });
+    const policy = resolvePolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, window: '1h' });
+    const request = {
+      policy: 'p',
+      algorithm: policy.algorithm,
+      limits: policy.limits,
+      keys: ['k'],
+      cost: 1,
+      timeoutMs: 100,
+    };
+    let restarted: { url: string; stop(): Promise<void> } | undefined;
+    try {
+      await store.peek(request); // clock measured
+      await own.stop(); // Redis is gone; ioredis queues commands until it reconnects
+      const replayed = store.consume(request).catch((error: unknown) => error);
+      await sleep(300); // long past the caller's 100 ms
+      restarted = await spawnRedisServer([], { pickPort: () => Promise.resolve(port) });
+      const outcome = await replayed; // sent once the client reconnects
+      expect(outcome).toBeInstanceOf(StoreTimeoutError);
+      expect((outcome as Error).message).toMatch(/after its deadline and wrote nothing/);
+      const check = new Redis(restarted.url);
+      expect(await check.keys('replay:*')).toEqual([]);
+      check.disconnect();
+    } finally {
+      queued.disconnect();
+      await restarted?.stop();
+    }
+  });
+});
