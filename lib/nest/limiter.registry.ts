@@ -23,6 +23,8 @@ const FAILURE_LOG_INTERVAL_MS = 10_000;
 @Injectable()
 export class LimiterRegistry {
   private readonly limiters = new Map<string, Limiter>();
+  /** Inline decorator policies by identity: validated once, not on every request. */
+  private readonly inline = new WeakMap<PolicyOptions, Limiter>();
   private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
   private readonly lastFailureLogAt = new Map<string, number>();
   private readonly limiterOptions: LimiterOptions;
@@ -109,7 +111,13 @@ export class LimiterRegistry {
       }
       return this.get(this.defaultPolicy);
     }
-    return typeof policy === 'string' ? this.get(policy) : this.register(policy);
+    if (typeof policy === 'string') return this.get(policy);
+    let limiter = this.inline.get(policy);
+    if (!limiter) {
+      limiter = this.register(policy);
+      this.inline.set(policy, limiter);
+    }
+    return limiter;
   }
 
   private logFailure(failure: StoreFailure, policy: string): void {

@@ -6,11 +6,13 @@ import { defineRedlimitMetadata } from './redlimit.metadata';
  * applies under a controller's `@SkipThrottle()`. `@Attempt` is not affected.
  *
  * @example
+ * ```ts
  * @Get('health')
  * @SkipThrottle()
  * health() {
  *   return { status: 'ok' };
  * }
+ * ```
  */
 export function SkipThrottle(): ClassDecorator & MethodDecorator {
   return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {

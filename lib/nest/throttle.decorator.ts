@@ -21,6 +21,7 @@ export interface ThrottleOptions {
  * @param policy a policy name from `RedlimitModule.forRoot({ policies })`, or an inline policy
  * @param keyOrOptions a key function, or `{ key?, cost? }`
  * @example
+ * ```ts
  * @Controller('links')
  * @UseGuards(RedlimitGuard)
  * @Throttle('api')
@@ -29,6 +30,7 @@ export interface ThrottleOptions {
  *   @Throttle('links', (ctx) => `user:${ctx.switchToHttp().getRequest<{ user: { id: string } }>().user.id}`)
  *   create() {}
  * }
+ * ```
  */
 export function Throttle(
   policy: string | PolicyOptions,
