@@ -38,6 +38,7 @@ export class Calls {
 /** A RedisStore whose refunds fail on demand, like a store that went down at settlement. */
 export class FlakyStore implements Store {
   failRefunds = false;
+  refunds = 0;
   constructor(private readonly inner: RedisStore) {}
   consume(request: SpendRequest): Promise<SpendResult> {
     return this.inner.consume(request);
@@ -46,6 +47,7 @@ export class FlakyStore implements Store {
     return this.inner.peek(request);
   }
   refund(request: RefundRequest): Promise<void> {
+    this.refunds++;
     if (this.failRefunds) return Promise.reject(new Error('Connection is closed.'));
     return this.inner.refund(request);
   }
@@ -101,6 +103,18 @@ export function attemptApp(store: FlakyStore, calls: Calls): Type {
       calls.count++;
       attempt.refund();
       throw new BadRequestException('the handler failed after deciding the attempt was free');
+    }
+
+    /** The handler settles the attempt itself; the interceptor must not settle it again. */
+    @Post('settle-self')
+    @HttpCode(200)
+    async settleSelf(
+      @Attempt('email', { policy: 'login', refundOn: 'success' }) attempt: Attempt,
+    ): Promise<{ settled: boolean }> {
+      calls.count++;
+      attempt.refund();
+      await attempt.settle();
+      return { settled: attempt.settled };
     }
 
     /** The store goes down between the handler's refund() and the settlement. */

@@ -83,6 +83,17 @@ describe.each(PLATFORMS)('@Attempt on %s', (platform) => {
     expect(calls.count).toBe(15);
   });
 
+  it('settles exactly once: one refund per refunded attempt, none for kept costs', async () => {
+    for (let i = 0; i < 3; i++) await signIn('alice@example.com', PASSWORD);
+    for (let i = 0; i < 2; i++) await signIn('alice@example.com', 'wrong');
+    expect(store.refunds).toBe(3);
+    for (let i = 0; i < 3; i++) {
+      const response = await signIn('erin@example.com', '', '/settle-self');
+      expect(await response.json()).toEqual({ settled: true });
+    }
+    expect(store.refunds).toBe(6); // the handler's own settle() was the only one
+  });
+
   it('a refund failure (store down at settlement) does not turn a 200 into a 500; it is logged', async () => {
     const response = await signIn('dave@example.com', '', '/refund-store-down');
     expect(response.status).toBe(200);
