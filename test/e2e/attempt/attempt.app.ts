@@ -2,6 +2,7 @@
 import {
   BadRequestException,
   Body,
+  type CanActivate,
   Controller,
   type ExecutionContext,
   HttpCode,
@@ -10,6 +11,7 @@ import {
   Post,
   type Type,
   UnauthorizedException,
+  UseGuards,
 } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import {
@@ -53,6 +55,17 @@ export class FlakyStore implements Store {
   }
   reset(request: Parameters<Store['reset']>[0]): Promise<void> {
     return this.inner.reset(request);
+  }
+}
+
+/** Stands in for an auth guard: `x-user` becomes `request.user.id` (guards run before interceptors). */
+class FakeAuthGuard implements CanActivate {
+  canActivate(context: ExecutionContext): boolean {
+    const request = context
+      .switchToHttp()
+      .getRequest<{ headers: Record<string, string>; user?: { id: string } }>();
+    if (request.headers['x-user']) request.user = { id: request.headers['x-user'] };
+    return true;
   }
 }
 
@@ -124,6 +137,15 @@ export function attemptApp(store: FlakyStore, calls: Calls): Type {
       calls.count++;
       attempt.refund();
       store.failRefunds = true;
+      return { ok: true };
+    }
+
+    /** Keyed on request.user.id, set by an auth guard. */
+    @Post('per-user')
+    @HttpCode(200)
+    @UseGuards(FakeAuthGuard)
+    perUser(@Attempt('user', { policy: 'login' }) _attempt: Attempt): { ok: true } {
+      calls.count++;
       return { ok: true };
     }
 

@@ -101,6 +101,18 @@ describe.each(PLATFORMS)('@Attempt on %s', (platform) => {
     expect(app.logs.join('\n')).toMatch(/warn: .*refund.*policy 'login'.*Connection is closed/i);
   });
 
+  it("'user' keys on request.user.id; requests without a user share one '-' budget", async () => {
+    const as = (user?: string) =>
+      app
+        .request('/per-user', { method: 'POST', headers: user ? { 'x-user': user } : {} })
+        .then((r) => r.status);
+    for (let i = 0; i < 10; i++) expect(await as('u1')).toBe(200);
+    expect(await as('u1')).toBe(429);
+    expect(await as('u2')).toBe(200);
+    for (let i = 0; i < 10; i++) expect(await as()).toBe(200);
+    expect(await as()).toBe(429);
+  });
+
   it('a function part keys on what it returns, and cost charges that many units', async () => {
     const otp = (phone: string) =>
       app.request('/otp', { method: 'POST', headers: { 'x-phone': phone } });
