@@ -320,9 +320,16 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
       room = partRoom;
       limitIndex = result.limitIndex;
     }
-    if (!result.allowed && (result.retryAfterMs > retryAfterMs || blockedKeyIndex < 0)) {
+    const refusing = indices[result.blockedKeyIndex]!;
+    // The longest wait refuses; on a tie, the key named first (as one script would choose).
+    if (
+      !result.allowed &&
+      (blockedKeyIndex < 0 ||
+        result.retryAfterMs > retryAfterMs ||
+        (result.retryAfterMs === retryAfterMs && refusing < blockedKeyIndex))
+    ) {
       retryAfterMs = result.retryAfterMs;
-      blockedKeyIndex = indices[result.blockedKeyIndex]!;
+      blockedKeyIndex = refusing;
       limitIndex = result.limitIndex;
     }
     const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;

@@ -1,14 +1,16 @@
 --[[
-lib/token-bucket-state.lua: token-bucket state as "tokens:at:busyStart:m" (tokens in units, at the
-instant `at`), converted to and from the backlog that lib/bucket.lua works on.
+lib/token-bucket-state.lua: token-bucket state as "tokens:at:busyAge:m:lastAge": tokens (in units)
+at the instant `at`, the busy period's start and the latest spend as ages before `at` (short
+numbers), and m; converted to and from the backlog that lib/bucket.lua works on.
 ]]
 local function decode(raw, capacity, limit)
-  local tokens, at, busyStart, m = string.match(raw, '^(%d+):(%d+):(%d+):(%-?%d+)$')
+  local tokens, at, busyAge, m, lastAge = string.match(raw, '^(%d+):(%d+):(%d+):(%-?%d+):(%d+)$')
   if not tokens then return nil end
-  local b = capacity - tonumber(tokens) - (now - tonumber(at)) * limit
-  return b, tonumber(busyStart), tonumber(m)
+  at = tonumber(at)
+  local b = capacity - tonumber(tokens) - (now - at) * limit
+  return b, at - tonumber(busyAge), tonumber(m), at - tonumber(lastAge)
 end
 
-local function encode(b, busyStart, m, capacity)
-  return string.format('%d:%d:%d:%d', capacity - b, now, busyStart, m)
+local function encode(b, busyStart, m, lastAt, capacity)
+  return string.format('%d:%d:%d:%d:%d', capacity - b, now, now - busyStart, m, now - lastAt)
 end

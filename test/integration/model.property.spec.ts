@@ -3,7 +3,7 @@ import { type Algorithm, ALGORITHMS, type Decision, Limiter, type LimitOptions }
 import { backends, TestClock } from '../support/backends';
 import { type ModelDecision, type ModelSpend, ReferenceModel } from '../support/reference-model';
 
-const [redis, memory] = backends('model');
+const stores = backends('model');
 const KEYS = ['a', 'b', 'c'];
 const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 
@@ -51,45 +51,42 @@ const pick = (d: Decision): ModelDecision => ({
   resetAfterMs: d.resetAfterMs,
 });
 
-describe.each(ALGORITHMS)(
-  '%s: RedisStore, MemoryStore and a reference model agree',
-  (algorithm) => {
-    it('on random sequences of consume / refund / clock advance', async () => {
-      await fc.assert(
-        fc.asyncProperty(
-          limitsFor(algorithm),
-          fc.array(command, { minLength: 5, maxLength: 40 }),
-          async (limits, commands) => {
-            const clock = new TestClock();
-            clock.advance(123); // not on a window boundary
-            const policy = { name: 'model', algorithm, limits };
-            const onRedis = new Limiter(redis!.store(clock), policy);
-            const inMemory = new Limiter(memory!.store(clock), policy);
-            const model = new ReferenceModel(algorithm, onRedis.policy.limits);
-            const spent: Array<{ r: Decision; m: Decision; spend: ModelSpend }> = [];
-            for (const cmd of commands) {
-              if (cmd.kind === 'advance') {
-                clock.advance(cmd.ms);
-              } else if (cmd.kind === 'refund') {
-                const target = spent[cmd.pick % Math.max(1, spent.length)];
-                if (!target) continue;
-                await onRedis.refund(target.r);
-                await inMemory.refund(target.m);
-                model.refund(target.spend, clock.now);
-              } else {
-                const cost = Math.min(cmd.cost, onRedis.policy.maxCost);
-                const r = await onRedis.consume(cmd.keys, { cost });
-                const m = await inMemory.consume(cmd.keys, { cost });
-                const expected = model.consume(cmd.keys, cost, clock.now);
-                expect(pick(r)).toEqual(expected.decision);
-                expect(pick(m)).toEqual(expected.decision);
-                if (expected.spend) spent.push({ r, m, spend: expected.spend });
-              }
-            }
-          },
-        ),
-        { numRuns: RUNS },
-      );
-    });
-  },
-);
+describe.each(ALGORITHMS)('%s: every store and a reference model agree', (algorithm) => {
+  it('on random sequences of consume / refund / clock advance', async () => {
+    const property = fc.asyncProperty(
+      limitsFor(algorithm),
+      fc.array(command, { minLength: 5, maxLength: 40 }),
+      async (limits, commands) => {
+        const clock = new TestClock();
+        clock.advance(123); // not on a window boundary
+        const policy = { name: 'model', algorithm, limits };
+        const limiters = stores.map((backend) => new Limiter(backend.store(clock), policy));
+        const model = new ReferenceModel(algorithm, limiters[0]!.policy.limits);
+        const spent: Array<{ decisions: Decision[]; spend: ModelSpend }> = [];
+        for (const cmd of commands) {
+          if (cmd.kind === 'advance') {
+            clock.advance(cmd.ms);
+          } else if (cmd.kind === 'refund') {
+            const target = spent[cmd.pick % Math.max(1, spent.length)];
+            if (!target) continue;
+            for (const [i, limiter] of limiters.entries())
+              await limiter.refund(target.decisions[i]!);
+            model.refund(target.spend, clock.now);
+          } else {
+            const cost = Math.min(cmd.cost, limiters[0]!.policy.maxCost);
+            const decisions: Decision[] = [];
+            for (const limiter of limiters)
+              decisions.push(await limiter.consume(cmd.keys, { cost }));
+            const expected = model.consume(cmd.keys, cost, clock.now);
+            decisions.forEach((decision, i) => {
+              const store = stores[i]!.name;
+              expect({ store, ...pick(decision) }).toEqual({ store, ...expected.decision });
+            });
+            if (expected.spend) spent.push({ decisions, spend: expected.spend });
+          }
+        }
+      },
+    );
+    await fc.assert(property, { numRuns: RUNS });
+  });
+});

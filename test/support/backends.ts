@@ -1,5 +1,6 @@
-import type Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { MemoryStore, RedisStore, type Store } from '../../lib';
+import { clusterNodes } from './cluster-handle';
 import { createTestClient, uniquePrefix, warmPool } from './redis';
 
 /** A controllable clock, aligned to a whole hour so windows start at known instants. */
@@ -14,25 +15,39 @@ export class TestClock {
 
 /** One store implementation under test. */
 export interface Backend {
-  readonly name: 'redis' | 'memory';
+  readonly name: 'redis' | 'cluster' | 'memory';
   /** A fresh, isolated store (own key prefix on Redis), optionally on a test clock. */
   store(clock?: TestClock): Store;
-  /** The Redis client (Redis backend only). */
-  readonly client?: Redis;
+  /** The Redis or Cluster client (Redis backends only). */
+  readonly client?: Redis | Cluster;
+  /** Keys matching a pattern, on every master (Redis backends only). */
+  keys?(pattern: string): Promise<string[]>;
 }
 
 /**
- * The two stores every guarantee is tested on. Call in a describe block; it opens a Redis client
- * before the specs, warms it, and closes it after.
+ * The stores every guarantee is tested on: a single Redis, the run's Redis Cluster (when it has
+ * one, see global-setup.ts) and MemoryStore. Call at the top of a spec file: it opens the clients
+ * before the specs, warms them, and closes them after.
  */
 export function backends(specName: string): Backend[] {
   let client: Redis | undefined;
+  let cluster: Cluster | undefined;
+  const nodes = clusterNodes();
   beforeAll(async () => {
     client = createTestClient();
     await warmPool(client);
+    if (nodes) {
+      cluster = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: 2 } });
+      await new Promise<void>((resolve, reject) => {
+        cluster!.once('ready', resolve);
+        cluster!.once('error', reject);
+      });
+      await Promise.all(Array.from({ length: 20 }, (_, i) => cluster!.get(`warm:{${i}}`)));
+    }
   });
   afterAll(async () => {
     await client?.quit();
+    await cluster?.quit();
   });
   const redis: Backend = {
     name: 'redis',
@@ -41,10 +56,21 @@ export function backends(specName: string): Backend[] {
     get client() {
       return client;
     },
+    keys: (pattern) => client!.keys(pattern),
+  };
+  const onCluster: Backend = {
+    name: 'cluster',
+    store: (clock) =>
+      new RedisStore({ client: cluster!, prefix: uniquePrefix(specName), clock: clock?.read }),
+    get client() {
+      return cluster;
+    },
+    keys: async (pattern) =>
+      (await Promise.all(cluster!.nodes('master').map((node) => node.keys(pattern)))).flat(),
   };
   const memory: Backend = {
     name: 'memory',
     store: (clock) => new MemoryStore(clock ? { clock: clock.read } : {}),
   };
-  return [redis, memory];
+  return nodes ? [redis, onCluster, memory] : [redis, memory];
 }

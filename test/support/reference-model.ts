@@ -24,6 +24,8 @@ interface Bucket {
   busyStart: number;
   /** Smallest backlog just before a later spend of the busy period; -1 none. */
   lowest: number;
+  /** The latest spend. */
+  lastAt: number;
 }
 
 /**
@@ -80,9 +82,9 @@ export class ReferenceModel {
         const bucket = this.bucketAt(key, l, rule, now);
         if (!bucket || spend.at < bucket.busyStart) return; // full since the spend: nothing back
         let back = Math.min(spend.cost * rule.windowMs, bucket.backlog);
-        if (bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
+        if (spend.at < bucket.lastAt && bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
         bucket.backlog -= back;
-        if (bucket.lowest >= 0) bucket.lowest -= back;
+        if (bucket.lowest >= 0) bucket.lowest = Math.max(0, bucket.lowest - back);
         this.buckets.set(`${key}/${l}`, bucket);
       });
     }
@@ -145,12 +147,24 @@ export class ReferenceModel {
       const current = this.bucketAt(key, l, rule, now);
       const units = cost * rule.windowMs;
       if (!current) {
-        this.buckets.set(id, { backlog: units, since: now, busyStart: now, lowest: -1 });
+        this.buckets.set(id, {
+          backlog: units,
+          since: now,
+          busyStart: now,
+          lowest: -1,
+          lastAt: now,
+        });
         return;
       }
       const lowest =
         current.lowest < 0 ? current.backlog : Math.min(current.lowest, current.backlog);
-      this.buckets.set(id, { ...current, backlog: current.backlog + units, since: now, lowest });
+      this.buckets.set(id, {
+        ...current,
+        backlog: current.backlog + units,
+        since: now,
+        lowest,
+        lastAt: now,
+      });
     });
   }
 
