@@ -1,0 +1,181 @@
+import { Cluster } from 'ioredis';
+import { ALGORITHMS, type Decision, Limiter, RedisStore, storageKey } from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
+import { startRedisCluster, type StartedRedisCluster } from '../support/cluster';
+import { clusterNodes } from '../support/cluster-handle';
+import { TestClock } from '../support/backends';
+import { uniquePrefix } from '../support/redis';
+
+const nodes = clusterNodes();
+const describeOnCluster = nodes ? describe : describe.skip;
+const IP = 'ip:203.0.113.7';
+const EMAIL = 'email:5f4dcc3b5aa765d6';
+
+/** EVALSHA + EVAL calls served by all masters so far. */
+async function scriptCalls(cluster: Cluster): Promise<number> {
+  const counts = await Promise.all(
+    cluster.nodes('master').map(async (node) => {
+      const stats = await node.info('commandstats');
+      return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce(
+        (n, m) => n + Number(m[1]),
+        0,
+      );
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+describeOnCluster('Redis Cluster: keys of one call in different slots', () => {
+  let cluster: Cluster;
+  beforeAll(async () => {
+    cluster = new Cluster(nodes!, { redisOptions: { maxRetriesPerRequest: 2 } });
+    await new Promise((resolve) => cluster.once('ready', resolve));
+  });
+  afterAll(() => cluster.quit());
+
+  const make = (algorithm: (typeof ALGORITHMS)[number], limit: number, clock?: TestClock) => {
+    const store = new RedisStore({
+      client: cluster,
+      prefix: uniquePrefix('cluster'),
+      clock: clock?.read,
+    });
+    const limiter = new Limiter(store, { name: 'login', algorithm, limit, window: '1h' });
+    return { store, limiter };
+  };
+
+  it('the sign-in keys really live in different slots', () => {
+    const { store } = make('fixed-window', 1);
+    expect(clusterSlot(storageKey(store.prefix, IP, 'login', 0))).not.toBe(
+      clusterSlot(storageKey(store.prefix, EMAIL, 'login', 0)),
+    );
+  });
+
+  it('computes slots as Redis does', async () => {
+    for (const key of [
+      IP,
+      EMAIL,
+      'rl:{ip:1.2.3.4}:x:0',
+      'no tag',
+      '{}empty',
+      'a{b}c{d}',
+      'ünïcode',
+    ]) {
+      expect(clusterSlot(key)).toBe(await cluster.cluster('KEYSLOT', key));
+    }
+  });
+
+  describe.each(ALGORITHMS)('%s', (algorithm) => {
+    it('a refusal by a later slot group refunds the earlier groups', async () => {
+      const clock = new TestClock();
+      const { store, limiter } = make(algorithm, 2, clock);
+      const [first, second] = [IP, EMAIL].sort(
+        (a, b) =>
+          clusterSlot(storageKey(store.prefix, a, 'login', 0)) -
+          clusterSlot(storageKey(store.prefix, b, 'login', 0)),
+      );
+      await limiter.consume(second!, { cost: 2 }); // the group spent second is exhausted
+      const refused = await limiter.consume([first!, second!]);
+      expect(refused.allowed).toBe(false);
+      expect(refused.blockedBy?.key).toBe(second);
+      expect(refused.retryAfterMs).toBe((await limiter.peek(second!)).retryAfterMs);
+      // The first group was charged, then refunded: nothing lasting.
+      expect((await limiter.peek(first!, { cost: 2 })).allowed).toBe(true);
+      expect((await limiter.consume(first!, { cost: 2 })).allowed).toBe(true);
+    });
+
+    it('50 concurrent two-slot consumes at limit 5: at most 5 per key, and refusals leave no charge', async () => {
+      const { limiter } = make(algorithm, 5);
+      const decisions = await Promise.all(
+        Array.from({ length: 50 }, () => limiter.consume([IP, EMAIL])),
+      );
+      const allowed = decisions.filter((d) => d.allowed).length;
+      expect(allowed).toBeGreaterThanOrEqual(1);
+      expect(allowed).toBeLessThanOrEqual(5);
+      // Whatever was refused (even spuriously, under contention) was given back in full.
+      for (const key of [IP, EMAIL]) {
+        const left = await limiter.peek(key);
+        expect(left.allowed ? left.remaining + 1 : left.remaining).toBe(5 - allowed);
+      }
+    });
+
+    it('refunds a cross-slot spend on every key, each to its own instant', async () => {
+      const clock = new TestClock();
+      const { limiter } = make(algorithm, 1, clock);
+      const spent = await limiter.consume([IP, EMAIL]);
+      expect(spent.receipt.atByKey).toHaveLength(2);
+      await limiter.refund(spent);
+      expect((await limiter.consume([IP, EMAIL])).allowed).toBe(true);
+    });
+  });
+
+  it('decides a single-slot call in one script run, a two-slot call in two', async () => {
+    const { limiter } = make('sliding-window', 10);
+    await limiter.consume([IP, EMAIL]); // scripts loaded on every master involved
+    const before = await scriptCalls(cluster);
+    await limiter.consume(IP);
+    const single = await scriptCalls(cluster);
+    await limiter.consume([IP, EMAIL]);
+    const double = await scriptCalls(cluster);
+    expect(single - before).toBe(1);
+    expect(double - single).toBe(2);
+  });
+
+  it('reset deletes across slots', async () => {
+    const { limiter } = make('fixed-window', 1);
+    await limiter.consume([IP, EMAIL]);
+    await limiter.reset([IP, EMAIL]);
+    expect((await limiter.consume([IP, EMAIL])).allowed).toBe(true);
+  });
+});
+
+describe('Redis Cluster failover', () => {
+  let own: StartedRedisCluster;
+  beforeAll(async () => {
+    own = await startRedisCluster();
+  }, 60_000);
+  afterAll(() => own.stop());
+
+  it('keeps deciding while a master is killed and its replica promoted; no key ends up over its limit', async () => {
+    const client = await own.createClient({
+      retryDelayOnFailover: 200,
+      retryDelayOnClusterDown: 200,
+    });
+    const limiter = new Limiter(
+      new RedisStore({ client, prefix: 'failover:' }),
+      { name: 'p', algorithm: 'fixed-window', limit: 20, window: '1h' },
+      { timeoutMs: 500, failMode: 'closed', onStoreFailure: () => undefined },
+    );
+    const keys = Array.from({ length: 8 }, (_, i) => `user:${i}`);
+    const decisions: Decision[] = [];
+    const victim = await own.masterForKey(storageKey('failover:', keys[0]!, 'p', 0));
+    let killed = false;
+    const traffic = (async () => {
+      for (let round = 0; round < 60; round++) {
+        decisions.push(...(await Promise.all(keys.map((key) => limiter.consume(key)))));
+        if (round === 10 && !killed) {
+          killed = true;
+          void own.killNode(victim.port);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    await traffic;
+    await own.waitForHealthy();
+    const failures = decisions.filter((d) => d.failure).length;
+    const allowedByKey = new Map<string, number>();
+    for (const d of decisions) {
+      if (d.allowed)
+        allowedByKey.set(d.receipt.keys[0]!, (allowedByKey.get(d.receipt.keys[0]!) ?? 0) + 1);
+    }
+    for (const key of keys) expect(allowedByKey.get(key) ?? 0).toBeLessThanOrEqual(20);
+    // After the promotion the limiter decides again, without a restart.
+    const after = await limiter.consume('user:fresh');
+    expect(after.failure).toBeUndefined();
+    expect(after.allowed).toBe(true);
+    // The kill landed mid-traffic: some decisions met the switchover, and followed failMode.
+    expect(failures).toBeGreaterThan(0);
+    expect(decisions.filter((d) => d.failure).every((d) => !d.allowed)).toBe(true);
+    expect(failures).toBeLessThan(decisions.length / 4); // and the rest kept being decided
+    await client.quit();
+  }, 60_000);
+});
