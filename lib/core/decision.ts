@@ -24,6 +24,8 @@ export interface Receipt {
   readonly atByKey?: readonly number[];
   /** Whether anything was spent; false for refused and read-only decisions. */
   readonly spent: boolean;
+  /** Charged to the in-process fallback (`failMode: 'memory'`) while the store was failing. */
+  readonly fallback?: boolean;
 }
 
 /** Why a decision was made without the store. */
@@ -32,7 +34,7 @@ export interface StoreFailure {
   readonly reason: 'timeout' | 'error';
   /** What went wrong. */
   readonly error: Error;
-  /** The policy's fail mode that decided: `closed` refused, `open` allowed without enforcing. */
+  /** The fail mode that decided: `closed` refused, `open` allowed, `memory` asked the fallback. */
   readonly failMode: FailMode;
 }
 
@@ -75,7 +77,8 @@ export interface Decision {
   readonly policy: string;
   /**
    * Set when the store failed and the policy's fail mode decided instead: `allowed` is then false
-   * for `closed` (the store failed, not the budget) and true for `open` (not enforced).
+   * for `closed` (the store failed, not the budget), true for `open` (not enforced), and the
+   * in-process fallback's answer for `memory` (enforced per process only).
    */
   readonly failure?: StoreFailure;
   /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */

@@ -1,3 +1,4 @@
+import { MemoryStore } from '../stores/memory.store';
 import type { Store, SpendRequest, SpendResult } from '../stores/store.interface';
 import { Attempt } from './attempt';
 import type { Decision, Receipt, StoreFailure } from './decision';
@@ -21,7 +22,8 @@ export interface ConsumeOptions {
 export interface LimiterOptions {
   /**
    * What a decision does when the store fails or is slower than `timeoutMs`, unless the policy
-   * sets its own: `'closed'` (default) refuses, `'open'` allows without enforcing.
+   * sets its own: `'closed'` (default) refuses, `'open'` allows without enforcing, `'memory'`
+   * limits in this process until the store answers again.
    */
   readonly failMode?: FailMode;
   /** Longest wait for the store per call, in ms. Default 1000. */
@@ -69,6 +71,8 @@ export class Limiter {
   readonly timeoutMs: number;
   private readonly failureRetryAfterMs: number;
   private lastWarningAt = -Infinity;
+  /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
+  private fallback?: MemoryStore;
 
   /**
    * @throws TypeError / RangeError naming what is wrong with the policy
@@ -84,7 +88,9 @@ export class Limiter {
     this.policy = resolvePolicy(policy);
     const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
     if (!FAIL_MODES.includes(failMode)) {
-      throw new RangeError(`failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`);
+      throw new RangeError(
+        `failMode must be 'closed', 'open' or 'memory'; got ${JSON.stringify(failMode)}`,
+      );
     }
     this.failMode = failMode;
     this.timeoutMs = positiveMs(options.timeoutMs, 1000, 'timeoutMs');
@@ -125,6 +131,10 @@ export class Limiter {
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
     // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
     settledReceipts.add(receipt);
+    if (receipt.fallback) {
+      await this.fallback?.refund({ ...receipt });
+      return true;
+    }
     await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
     return true;
   }
@@ -138,7 +148,9 @@ export class Limiter {
   async begin(keys: Keys, options: ConsumeOptions = {}): Promise<Attempt> {
     const decision = await this.consume(keys, options);
     if (!decision.allowed) {
-      throw decision.failure ? new StoreUnavailableError(decision) : new RateLimitedError(decision);
+      throw decision.failure?.failMode === 'closed'
+        ? new StoreUnavailableError(decision)
+        : new RateLimitedError(decision);
     }
     return new Attempt(decision, (spent) => this.refund(spent));
   }
@@ -185,7 +197,7 @@ export class Limiter {
         if (spend && late.allowed) this.refundLate(request, late);
       });
     } catch (error) {
-      return this.failed(request, error);
+      return this.failed(request, spend, error);
     }
     return this.toDecision(request, result, spend);
   }
@@ -198,13 +210,18 @@ export class Limiter {
       );
   }
 
-  private failed(request: SpendRequest, error: unknown): Decision {
+  private async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
     const failure: StoreFailure = Object.freeze({
       reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
       error: asError(error),
       failMode: this.failMode,
     });
     this.reportFailure(failure);
+    if (this.failMode === 'memory') {
+      const fallback = (this.fallback ??= new MemoryStore());
+      const result = spend ? await fallback.consume(request) : await fallback.peek(request);
+      return this.toDecision(request, result, spend, failure);
+    }
     const rule = request.limits[0]!;
     const allowed = this.failMode === 'open';
     return Object.freeze({
@@ -245,7 +262,12 @@ export class Limiter {
     };
   }
 
-  private toDecision(request: SpendRequest, result: SpendResult, spend: boolean): Decision {
+  private toDecision(
+    request: SpendRequest,
+    result: SpendResult,
+    spend: boolean,
+    failure?: StoreFailure,
+  ): Decision {
     const rule = request.limits[result.limitIndex] ?? request.limits[0]!;
     const spent = spend && result.allowed;
     const receipt: Receipt = Object.freeze({
@@ -257,6 +279,7 @@ export class Limiter {
       at: result.at,
       ...(spent && result.spendId !== undefined && { spendId: result.spendId }),
       ...(spent && result.atByKey !== undefined && { atByKey: result.atByKey }),
+      ...(failure && { fallback: true }),
       spent,
     });
     const blockedKey = request.keys[result.blockedKeyIndex];
@@ -271,6 +294,7 @@ export class Limiter {
         blockedBy: Object.freeze({ key: blockedKey, limit: rule.limit, windowMs: rule.windowMs }),
       }),
       policy: request.policy,
+      ...(failure && { failure }),
       receipt,
     });
   }

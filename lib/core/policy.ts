@@ -20,12 +20,14 @@ const BURST_ALGORITHMS: readonly Algorithm[] = ['token-bucket', 'gcra'];
 
 /**
  * What a decision does when the store fails or is slower than `timeoutMs`: `closed` refuses
- * (safe for sign-in, OTP, payments), `open` allows without enforcing (availability first).
+ * (safe for sign-in, OTP, payments), `open` allows without enforcing (availability first),
+ * `memory` keeps limiting in this process's memory until the store answers again (degraded:
+ * each process counts on its own, so N processes allow up to N times the limit).
  */
-export type FailMode = 'closed' | 'open';
+export type FailMode = 'closed' | 'open' | 'memory';
 
 /** Every fail mode. */
-export const FAIL_MODES: readonly FailMode[] = ['closed', 'open'];
+export const FAIL_MODES: readonly FailMode[] = ['closed', 'open', 'memory'];
 
 /** One limit as written in a policy: `limit` units per `window`. */
 export interface LimitOptions {
@@ -145,7 +147,7 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   const { failMode } = policy;
   if (failMode !== undefined && !FAIL_MODES.includes(failMode)) {
     throw new RangeError(
-      `policy.failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`,
+      `policy.failMode must be 'closed', 'open' or 'memory'; got ${JSON.stringify(failMode)}`,
     );
   }
   return Object.freeze({

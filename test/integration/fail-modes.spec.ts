@@ -40,7 +40,7 @@ describe('when Redis hangs or goes away', () => {
       new Limiter(
         new RedisStore({ client, prefix: `fail:${algorithm}:${failMode}:${Math.random()}:` }),
         { name: 'login', algorithm, limit: 2, window: '1h', failMode },
-        { timeoutMs: 150, onStoreFailure: (failure) => failures.push(failure) },
+        { timeoutMs: 400, onStoreFailure: (failure) => failures.push(failure) },
       );
 
     it('closed: a hung Redis gives a refused decision marked as a store timeout, not a budget refusal', async () => {
@@ -90,6 +90,34 @@ describe('when Redis hangs or goes away', () => {
       expect((await limiter.consume('late')).allowed).toBe(true);
       expect((await limiter.consume('late')).allowed).toBe(false);
     });
+  });
+
+  it('memory: while Redis hangs, a per-process fallback keeps limiting, then Redis decides again', async () => {
+    const failures: StoreFailure[] = [];
+    const limiter = new Limiter(
+      new RedisStore({ client, prefix: `fail:memory:${Math.random()}:` }),
+      { name: 'otp', algorithm: 'fixed-window', limit: 2, window: '1h', failMode: 'memory' },
+      { timeoutMs: 400, onStoreFailure: (failure) => failures.push(failure) },
+    );
+    await limiter.consume('warm');
+    const [first, second, third, refusedAttempt] = await whileHung(async () => {
+      const a = await limiter.consume('k');
+      const b = await limiter.consume('k');
+      const c = await limiter.consume('k');
+      const d = await limiter.attempt('k', () => 'ran').catch((e: unknown) => e);
+      return [a, b, c, d] as const;
+    });
+    expect([first.allowed, second.allowed, third.allowed]).toEqual([true, true, false]);
+    expect(third.failure).toMatchObject({ reason: 'timeout', failMode: 'memory' });
+    expect(third.retryAfterMs).toBeGreaterThan(0); // a real budget answer, from the fallback
+    expect(refusedAttempt).toBeInstanceOf(RateLimitedError); // the budget refused, not the store
+    expect(first.receipt.fallback).toBe(true);
+    expect(await limiter.refund(first)).toBe(true); // refunds go back to the fallback
+    // Redis answers again: its own state decides (the fallback's spends never reached it).
+    let back = await limiter.consume('k');
+    for (let i = 0; i < 50 && back.failure; i++) back = await limiter.consume('k');
+    expect(back.failure).toBeUndefined();
+    expect(back.remaining).toBe(1);
   });
 
   it('an error reply from Redis follows the fail mode too', async () => {
