@@ -1,0 +1,94 @@
+import Redis from 'ioredis';
+import { type Decision, Limiter, RedisStore } from '../../lib';
+import { startRedisServer } from '../support/redis';
+import { spawnRedisServer } from '../support/redis-server';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Units the stored fixed-window counters of `prefix` hold, summed. */
+async function storedCount(client: Redis, prefix: string): Promise<number> {
+  const keys = await client.keys(`${prefix}*`);
+  const values = keys.length ? await client.mget(...keys) : [];
+  return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
+}
+
+describe('recovery', () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  beforeAll(() => process.on('unhandledRejection', onUnhandled));
+  afterAll(() => process.off('unhandledRejection', onUnhandled));
+  afterEach(() => expect(unhandled).toEqual([]));
+
+  it('SCRIPT FLUSH during traffic: no error reaches a caller, and nothing is spent twice', async () => {
+    const server = await startRedisServer();
+    const client = new Redis(server.url);
+    const admin = new Redis(server.url);
+    try {
+      const limiter = new Limiter(new RedisStore({ client, prefix: 'flush:' }), {
+        name: 'p',
+        algorithm: 'fixed-window',
+        limit: 150,
+        window: '1h',
+      });
+      const decisions: Decision[] = [];
+      for (let batch = 0; batch < 4; batch++) {
+        const burst = Array.from({ length: 50 }, (_, i) => limiter.consume(`k${i % 5}`));
+        await admin.script('FLUSH'); // lands while the burst is in flight
+        decisions.push(...(await Promise.all(burst)));
+      }
+      expect(decisions.filter((d) => d.failure)).toEqual([]);
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+      expect(await storedCount(admin, 'flush:')).toBe(200);
+    } finally {
+      client.disconnect();
+      admin.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('a Redis restart mid-burst: failures follow failMode, enforcement resumes, no outage spend lands later', async () => {
+    let server: { url: string; port: number; stop(): Promise<void> } = await startRedisServer();
+    const port = server.port;
+    const client = new Redis(server.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
+    const limiter = new Limiter(
+      new RedisStore({ client, prefix: 'restart:' }),
+      { name: 'p', algorithm: 'fixed-window', limit: 1_000, window: '1h' },
+      { timeoutMs: 200, onStoreFailure: () => undefined },
+    );
+    try {
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      const burst = (async () => {
+        const out: Decision[] = [];
+        for (let i = 0; i < 30; i++) {
+          out.push(...(await Promise.all(Array.from({ length: 5 }, () => limiter.consume('k')))));
+          await sleep(20);
+        }
+        return out;
+      })();
+      await sleep(100);
+      await server.stop(); // gone mid-burst (no persistence: its state goes with it)
+      const goneAt = Date.now(); // same machine: the Redis clock reads the same
+      await sleep(300);
+      server = await spawnRedisServer([], { pickPort: () => Promise.resolve(port) });
+      const decisions = await burst;
+      expect(decisions.some((d) => d.failure)).toBe(true);
+      expect(decisions.filter((d) => d.failure).every((d) => !d.allowed)).toBe(true); // closed
+      // Enforcement resumes on the same client, without restarting anything.
+      let resumed = await limiter.consume('k');
+      decisions.push(resumed);
+      for (let i = 0; i < 50 && resumed.failure; i++)
+        decisions.push((resumed = await limiter.consume('k')));
+      expect(resumed.failure).toBeUndefined();
+      expect(resumed.allowed).toBe(true);
+      await sleep(300); // anything queued during the outage has been replayed by now
+      // The new server holds exactly the spends it acknowledged: none from the outage landed late.
+      const acknowledged = decisions.filter((d) => d.receipt.spent && d.receipt.at > goneAt);
+      const check = new Redis(server.url);
+      expect(await storedCount(check, 'restart:')).toBe(acknowledged.length);
+      check.disconnect();
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
+  });
+});
