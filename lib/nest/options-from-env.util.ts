@@ -66,7 +66,11 @@ export function redlimitOptionsFromEnv(
   const failMode = read('REDLIMIT_FAIL_MODE');
   if (failMode !== undefined) {
     if (!FAIL_MODES.includes(failMode as FailMode)) {
-      throw new RedlimitConfigError('REDLIMIT_FAIL_MODE', failMode, "expected 'closed' or 'open'");
+      throw new RedlimitConfigError(
+        'REDLIMIT_FAIL_MODE',
+        failMode,
+        "expected 'closed', 'open' or 'memory'",
+      );
     }
     options.failMode = failMode as FailMode;
   }

@@ -9,7 +9,7 @@ import type { PolicyDefinition } from './redlimit-options.interface';
  * e.g. `login=fixed-window:10/15m,api=sliding-window:100/1m+2000/1h:open`. Items are separated
  * by commas (whitespace and newlines around them are ignored); windows are durations (`500ms`,
  * `30s`, `15m`, `1h`, `1d`); `~burst` sets the capacity of a `token-bucket` or `gcra` limit;
- * `failMode` is `open` or `closed`. Every policy is validated.
+ * `failMode` is `closed`, `open` or `memory`. Every policy is validated.
  *
  * @throws RangeError saying which item is wrong and why
  * @example
@@ -33,7 +33,7 @@ export function parsePolicySpec(spec: string): Record<string, PolicyDefinition> 
   return policies;
 }
 
-const ITEM_SHAPE = 'name=algorithm:limit/window[~burst][+limit/window…][:open|:closed]';
+const ITEM_SHAPE = 'name=algorithm:limit/window[~burst][+limit/window…][:closed|:open|:memory]';
 
 function parseItem(item: string): { name: string; definition: PolicyDefinition } {
   const fail = (problem: string): never => {
@@ -49,7 +49,7 @@ function parseItem(item: string): { name: string; definition: PolicyDefinition }
   if (extra.length > 0) fail('too many : separators');
   if (algorithm === '' || limitsText === '') fail('algorithm and limits are required');
   if (failMode !== undefined && !FAIL_MODES.includes(failMode as FailMode)) {
-    fail(`fail mode must be open or closed, not '${failMode}'`);
+    fail(`fail mode must be closed, open or memory, not '${failMode}'`);
   }
   const limits = limitsText.split('+').map((rule) => {
     const match = /^(\d+)\s*\/\s*([^~\s]+)(?:\s*~\s*(\d+))?$/.exec(rule.trim());

@@ -62,11 +62,12 @@ export class RedlimitHttp {
 
   /**
    * Sets `Retry-After` on the response and returns the exception to throw for a refused decision:
-   * 503 when the store failed (fail mode closed), else 429.
+   * 503 when the store failed (fail mode closed), else 429 (also when the in-process fallback of
+   * fail mode memory refused: that is a budget answer).
    */
   refuse(response: HttpResponseLike, decision: Decision): HttpException {
     setResponseHeader(response, 'Retry-After', String(retryAfterSeconds(decision.retryAfterMs)));
-    return decision.failure
+    return decision.failure?.failMode === 'closed'
       ? new RateLimitUnavailableException(decision)
       : new RateLimitExceededException(decision);
   }

@@ -76,7 +76,7 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     ['login', /no policy name before =|algorithm and limits/],
     ['login=fixed-window', /algorithm and limits are required/],
     ['login=fixed-window:ten/15m', /'ten\/15m' is not limit\/window/],
-    ['login=fixed-window:10/15m:maybe', /fail mode must be open or closed/],
+    ['login=fixed-window:10/15m:maybe', /fail mode must be closed, open or memory/],
     ['login=fixed-window:10/15m,login=fixed-window:1/1m', /defined twice/],
     ['a b=fixed-window:1/1m', /policy\.name/],
   ])('rejects %j', (spec, message) => {
