@@ -7,33 +7,17 @@ import {
   type StoreFailure,
   StoreUnavailableError,
 } from '../../lib';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 
 describe('when Redis hangs or goes away', () => {
-  let server: StartedRedisServer;
+  let redis: FreezableRedis;
   let client: Redis;
-  let pid: number;
-
   beforeAll(async () => {
-    server = await startRedisServer();
-    client = new Redis(server.url, { maxRetriesPerRequest: null });
-    pid = Number(/process_id:(\d+)/.exec(await client.info('server'))![1]);
+    redis = await startFreezableRedis();
+    client = redis.client;
   });
-  afterAll(async () => {
-    process.kill(pid, 'SIGCONT');
-    client.disconnect();
-    await server.stop();
-  });
-
-  /** Runs `work` while the Redis process is frozen (it accepts bytes but answers nothing). */
-  async function whileHung<T>(work: () => Promise<T>): Promise<T> {
-    process.kill(pid, 'SIGSTOP');
-    try {
-      return await work();
-    } finally {
-      process.kill(pid, 'SIGCONT');
-    }
-  }
+  afterAll(() => redis.stop());
+  const whileHung = <T>(work: () => Promise<T>): Promise<T> => redis.whileHung(work);
 
   describe.each(ALGORITHMS)('%s', (algorithm) => {
     const make = (failMode: 'open' | 'closed', failures: StoreFailure[] = []) =>
@@ -121,7 +105,10 @@ describe('when Redis hangs or goes away', () => {
   });
 
   it('an error reply from Redis follows the fail mode too', async () => {
-    const broken = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    const broken = new Redis(redis.server.url, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+    });
     broken.disconnect(); // every command now fails at once
     const failures: StoreFailure[] = [];
     const limiter = new Limiter(

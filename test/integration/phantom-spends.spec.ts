@@ -1,25 +1,19 @@
 import Redis from 'ioredis';
 import { ALGORITHMS, RedisStore, resolvePolicy, StoreTimeoutError } from '../../lib';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
+import { startRedisServer } from '../support/redis';
 import { spawnRedisServer } from '../support/redis-server';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a spend that reaches Redis after its deadline writes nothing', () => {
-  let server: StartedRedisServer;
+  let redis: FreezableRedis;
   let client: Redis;
-  let pid: number;
-
   beforeAll(async () => {
-    server = await startRedisServer();
-    client = new Redis(server.url, { maxRetriesPerRequest: null });
-    pid = Number(/process_id:(\d+)/.exec(await client.info('server'))![1]);
+    redis = await startFreezableRedis();
+    client = redis.client;
   });
-  afterAll(async () => {
-    process.kill(pid, 'SIGCONT');
-    client.disconnect();
-    await server.stop();
-  });
+  afterAll(() => redis.stop());
 
   it.each(ALGORITHMS)('%s: a command held up by a frozen Redis', async (algorithm) => {
     const store = new RedisStore({ client, prefix: `phantom:${algorithm}:` });
@@ -33,11 +27,12 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       timeoutMs: 100,
     };
     await store.peek(request); // scripts loaded, clock measured
-    process.kill(pid, 'SIGSTOP');
-    const late = store.consume(request).catch((error: unknown) => error);
-    await sleep(300); // the caller gave up after 100 ms
-    process.kill(pid, 'SIGCONT');
-    const outcome = await late;
+    const late = await redis.whileHung(async () => {
+      const pending = store.consume(request).catch((error: unknown) => error);
+      await sleep(300); // the caller gave up after 100 ms
+      return { pending };
+    });
+    const outcome = await late.pending;
     expect(outcome).toBeInstanceOf(StoreTimeoutError);
     expect((outcome as Error).message).toMatch(/after its deadline and wrote nothing/);
     expect(await client.keys('phantom:*')).toEqual([]);
