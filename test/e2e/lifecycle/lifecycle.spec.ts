@@ -1,4 +1,5 @@
 import { Limiter, LimiterRegistry, MemoryStore, RedlimitConnection } from '../../../lib/nest';
+import { clusterNodes } from '../../support/cluster-handle';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, startApp } from '../support/app';
 import { lifecycleApp } from './lifecycle.app';
@@ -16,6 +17,24 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
     await app.close();
     expect(connection.client?.status).toBe('end');
   });
+
+  const onCluster = clusterNodes() ? it : it.skip;
+  onCluster(
+    'with redis: { nodes }, a Cluster client it creates, limits, and closes on shutdown',
+    async () => {
+      const app = await startApp(
+        lifecycleApp({ redis: { nodes: clusterNodes()! }, prefix: uniquePrefix('e2e-cluster') }),
+        platform,
+      );
+      const connection = app.app.get(RedlimitConnection);
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.request('/ping')).status);
+      expect(codes).toEqual([200, 200, 429]);
+      expect((connection.client as { isCluster?: boolean } | undefined)?.isCluster).toBe(true);
+      await app.close();
+      expect(connection.client?.status).toBe('end');
+    },
+  );
 
   it('a client passed in is never closed', async () => {
     const client = createTestClient();
