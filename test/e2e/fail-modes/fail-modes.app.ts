@@ -19,14 +19,20 @@ class LimitedController {
   }
 }
 
-export function failModeApp(redisUrl: string, failMode: 'open' | 'closed'): Type {
+export function failModeApp(
+  redisUrl: string,
+  failMode: 'open' | 'closed' | 'memory',
+  limit = 100,
+  prefix = 'rl:',
+): Type {
   @Module({
     imports: [
       RedlimitModule.forRoot({
         redis: redisUrl,
+        prefix,
         failMode,
         timeoutMs: TIMEOUT_MS,
-        policies: { api: { algorithm: 'fixed-window', limit: 100, window: '1m' } },
+        policies: { api: { algorithm: 'fixed-window', limit, window: '1m' } },
       }),
     ],
     controllers: [LimitedController],
