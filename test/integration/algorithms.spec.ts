@@ -245,6 +245,29 @@ describe.each(stores)('$name store', (backend) => {
   );
 });
 
+describe.each(stores)('$name store: a clock that steps back', (backend) => {
+  it.each(['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'sliding-log'] as const)(
+    '%s: a 50 ms step back and forth admits no more than the limit',
+    async (algorithm) => {
+      const clock = new TestClock();
+      clock.advance(30 * 60_000); // mid-window
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'step',
+        algorithm,
+        limit: 3,
+        window: '1h',
+      });
+      let admitted = 0;
+      if ((await limiter.consume('k')).allowed) admitted++;
+      clock.advance(-50); // NTP step, or a failover to a node whose clock lags
+      if ((await limiter.consume('k')).allowed) admitted++;
+      clock.advance(50);
+      for (let i = 0; i < 3; i++) if ((await limiter.consume('k')).allowed) admitted++;
+      expect(admitted).toBe(3);
+    },
+  );
+});
+
 describe('redis store: peek changes nothing', () => {
   const [redis] = stores;
   it.each(['fixed-window', 'sliding-window', 'token-bucket', 'gcra', 'sliding-log'] as const)(

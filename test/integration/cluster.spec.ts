@@ -108,6 +108,34 @@ describeOnCluster('Redis Cluster: keys of one call in different slots', () => {
     });
   });
 
+  it.each(['}attacker', '{x}', 'a{b', '{', 'b}'])(
+    'a caller key with braces (%s) keeps all its limits in one slot',
+    async (key) => {
+      const store = new RedisStore({ client: cluster, prefix: uniquePrefix('braces') });
+      const limiter = new Limiter(
+        store,
+        {
+          name: 'multi',
+          algorithm: 'fixed-window',
+          limits: [
+            { limit: 1, window: '1m' },
+            { limit: 10, window: '1h' },
+          ],
+          failMode: 'open',
+        },
+        {
+          onStoreFailure: (failure) => {
+            throw failure.error;
+          },
+        },
+      );
+      expect((await limiter.consume(key)).allowed).toBe(true);
+      const refused = await limiter.consume(key);
+      expect(refused.failure).toBeUndefined();
+      expect(refused.allowed).toBe(false);
+    },
+  );
+
   it('decides a single-slot call in one script run, a two-slot call in two', async () => {
     const { limiter } = make('sliding-window', 10);
     await limiter.consume([IP, EMAIL]); // scripts loaded on every master involved
