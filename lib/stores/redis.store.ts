@@ -33,7 +33,7 @@ export interface RedisStoreOptions {
   readonly clock?: () => number;
 }
 
-/** consume-frame.lua's reply: 7 numbers, or [-1, now] when it ran past its deadline. */
+/** consume-frame.lua's reply: 8 numbers, or [-1, now] when it ran past its deadline. */
 type ScriptReply = [number, number, number, number, number, number, number, number];
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
@@ -309,53 +309,35 @@ function part<R extends { readonly keys: readonly string[] }>(
 function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult {
   const allowed = parts.every(({ result }) => result.allowed);
   let room = Infinity;
-  let limitIndex = 0;
-  let retryAfterMs = 0;
-  let blockedKeyIndex = -1;
+  let bindingLimit = 0;
+  let refusal: { wait: number; key: number; limit: number } | undefined;
   let resetAfterMs = 0;
   const atByKey: number[] = new Array<number>(request.keys.length);
   for (const { indices, result } of parts) {
     const partRoom = result.allowed ? result.remaining + request.cost : result.remaining;
     if (partRoom < room) {
       room = partRoom;
-      limitIndex = result.limitIndex;
+      bindingLimit = result.limitIndex;
     }
-    const refusing = indices[result.blockedKeyIndex]!;
-    // The longest wait refuses; on a tie, the key named first (as one script would choose).
-    if (
-      !result.allowed &&
-      (blockedKeyIndex < 0 ||
-        result.retryAfterMs > retryAfterMs ||
-        (result.retryAfterMs === retryAfterMs && refusing < blockedKeyIndex))
-    ) {
-      retryAfterMs = result.retryAfterMs;
-      blockedKeyIndex = refusing;
-      limitIndex = result.limitIndex;
+    if (!result.allowed) {
+      // The longest wait refuses; on a tie, the key named first (as one script would choose).
+      const key = indices[result.blockedKeyIndex]!;
+      const wait = result.retryAfterMs;
+      if (!refusal || wait > refusal.wait || (wait === refusal.wait && key < refusal.key)) {
+        refusal = { wait, key, limit: result.limitIndex };
+      }
     }
     const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
     resetAfterMs = Math.max(resetAfterMs, reset);
     for (const i of indices) atByKey[i] = result.at;
   }
-  if (!allowed) {
-    // The refusing limit binds (set above); room is what is left now.
-    return {
-      allowed,
-      remaining: room,
-      limitIndex,
-      retryAfterMs,
-      resetAfterMs,
-      blockedKeyIndex,
-      at: parts[0]!.result.at,
-      atByKey,
-    };
-  }
   return {
     allowed,
-    remaining: room - request.cost,
-    limitIndex,
-    retryAfterMs: 0,
+    remaining: refusal ? room : room - request.cost, // a refusal spends nothing
+    limitIndex: refusal ? refusal.limit : bindingLimit, // the refusing limit binds
+    retryAfterMs: refusal?.wait ?? 0,
     resetAfterMs,
-    blockedKeyIndex: -1,
+    blockedKeyIndex: refusal?.key ?? -1,
     at: parts[0]!.result.at,
     atByKey,
   };

@@ -44,6 +44,8 @@ function limitsFor(algorithm: Algorithm): fc.Arbitrary<LimitOptions[]> {
   );
 }
 
+const binding = (d: Decision) => ({ limit: d.limit, windowMs: d.windowMs, blockedBy: d.blockedBy });
+
 const pick = (d: Decision): ModelDecision => ({
   allowed: d.allowed,
   remaining: d.remaining,
@@ -81,6 +83,8 @@ describe.each(ALGORITHMS)('%s: every store and a reference model agree', (algori
             decisions.forEach((decision, i) => {
               const store = stores[i]!.name;
               expect({ store, ...pick(decision) }).toEqual({ store, ...expected.decision });
+              // Which limit binds (and which key refused) is the same on every store.
+              expect({ store, ...binding(decision) }).toEqual({ store, ...binding(decisions[0]!) });
             });
             if (expected.spend) spent.push({ decisions, spend: expected.spend });
           }
