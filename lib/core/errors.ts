@@ -52,17 +52,20 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** The store did not answer within `timeoutMs`. */
+/** The store did not answer within `timeoutMs`, or its answer came after the caller's deadline. */
 export class StoreTimeoutError extends Error {
   override readonly name = 'StoreTimeoutError';
 
   constructor(
-    /** The limit that passed, in ms. */
-    readonly timeoutMs: number,
+    /** The limit that passed, in ms, when the waiting side knows it. */
+    readonly timeoutMs?: number,
     detail?: string,
   ) {
     super(
-      `the rate-limit store did not answer within ${timeoutMs} ms${detail ? `: ${detail}` : ''}`,
+      (timeoutMs === undefined
+        ? "the rate-limit store missed the caller's deadline"
+        : `the rate-limit store did not answer within ${timeoutMs} ms`) +
+        (detail ? `: ${detail}` : ''),
     );
   }
 }

@@ -5,3 +5,4 @@ export * from './errors';
 export * from './keys.util';
 export * from './limiter';
 export * from './policy';
+export * from './clock.util';

@@ -3,6 +3,7 @@ import type { Store, SpendRequest, SpendResult } from '../stores/store.interface
 import { Attempt } from './attempt';
 import type { Decision, Receipt, StoreFailure } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
+import { monotonicNow } from './clock.util';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import {
   FAIL_MODES,
@@ -233,7 +234,15 @@ export class Limiter {
       resetAfterMs: 0,
       policy: request.policy,
       failure,
-      receipt: Object.freeze({ ...request, cost: 0, at: 0, spent: false }),
+      receipt: Object.freeze({
+        policy: request.policy,
+        algorithm: request.algorithm,
+        limits: request.limits,
+        keys: request.keys,
+        cost: 0,
+        at: 0,
+        spent: false,
+      }),
     });
   }
 
@@ -258,7 +267,7 @@ export class Limiter {
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
       cost: normalizeCost(options?.cost, this.policy.maxCost),
-      timeoutMs: this.timeoutMs,
+      deadlineAt: monotonicNow() + this.timeoutMs,
     };
   }
 

@@ -1,6 +1,3 @@
-/** A monotonic reading of this process's clock, in ms. */
-export const monotonicNow = (): number => performance.timeOrigin + performance.now();
-
 /**
  * Estimates how far the store's clock is ahead of this process's monotonic clock, from replies that
  * carry the store's time: the sample with the shortest round trip wins, and samples older than a

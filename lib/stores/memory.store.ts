@@ -1,3 +1,4 @@
+import { monotonicNow } from '../core/clock.util';
 import type { Algorithm } from '../core/policy';
 import { bucketMemory } from './memory/bucket.memory';
 import { fixedWindowMemory } from './memory/fixed-window.memory';
@@ -37,8 +38,6 @@ interface Entry {
   value: unknown;
   expiresAt: number;
 }
-
-const monotonicNow = (): number => performance.timeOrigin + performance.now();
 
 /**
  * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,

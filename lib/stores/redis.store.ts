@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
-import { ClockOffset, monotonicNow } from './clock-offset';
+import { monotonicNow } from '../core/clock.util';
+import { ClockOffset } from './clock-offset';
 import { clusterSlot } from './cluster-slot.util';
 import type { ScriptOperation } from './scripts';
 import { scriptFor } from './scripts';
@@ -53,9 +54,10 @@ interface PartResult {
  * already charged are refunded by receipt. This never over-admits, but under contention a call may
  * be refused although it would have fit.
  *
- * A decision carries a deadline (the limiter's `timeoutMs` on the Redis clock, from a measured
- * offset): a script that runs after it, because the command was delayed or queued while the caller
- * had already given up, writes nothing.
+ * A spend carries its caller's deadline (the instant the limiter stops waiting, `timeoutMs` after
+ * the call began, converted to the Redis clock with a measured offset), shared by every slot group
+ * of the call: a script that runs after it, because the command was delayed or queued while the
+ * caller had already given up, writes nothing.
  *
  * @example
  * const store = new RedisStore({ client: new Redis(process.env.REDIS_URL!) });
@@ -207,7 +209,7 @@ export class RedisStore implements Store {
     spendId?: string,
   ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    const deadline = spend ? await this.deadline(request.timeoutMs) : '';
+    const deadline = spend ? await this.deadline(request.deadlineAt) : '';
     const sentAt = monotonicNow();
     const reply = (await this.run(request.algorithm, 'consume', keys, [
       this.now(),
@@ -219,10 +221,7 @@ export class RedisStore implements Store {
       ...limitArgs(request),
     ])) as ScriptReply;
     if (reply[0] === -1) {
-      throw new StoreTimeoutError(
-        request.timeoutMs ?? 0,
-        'the script ran after its deadline and wrote nothing',
-      );
+      throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
     }
     const [
       allowed,
@@ -248,12 +247,17 @@ export class RedisStore implements Store {
     };
   }
 
-  /** The instant on the script's clock after which a spend must not be written. */
-  private async deadline(timeoutMs: number | undefined): Promise<string> {
-    if (timeoutMs === undefined) return '';
-    if (this.clock) return String(Math.floor(this.clock()) + timeoutMs);
+  /**
+   * The caller's deadline on the script's clock. With Redis TIME: through the measured offset (the
+   * first spend measures it; if that takes too long, the deadline has simply passed). With a
+   * custom clock: the time left, added to the clock's reading (the script then reads the same
+   * clock value, so only a call sent after its deadline is refused).
+   */
+  private async deadline(deadlineAt: number | undefined): Promise<string> {
+    if (deadlineAt === undefined) return '';
+    if (this.clock) return String(Math.floor(this.clock() + deadlineAt - monotonicNow()));
     if (this.redisClock.value === undefined) await this.probeClock();
-    return String(Math.floor(monotonicNow() + (this.redisClock.value as number) + timeoutMs));
+    return String(Math.floor(deadlineAt + (this.redisClock.value as number)));
   }
 
   /** Measures the Redis clock once, before the first decision (later replies keep it fresh). */

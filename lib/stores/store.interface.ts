@@ -13,10 +13,10 @@ export interface SpendRequest {
   /** Units to charge on every key (≥ 1). */
   readonly cost: number;
   /**
-   * How long the caller waits for this request, in ms. A store that can be reached late (Redis)
-   * must not apply a spend that arrives after that.
+   * When the caller stops waiting, on this process's monotonic clock ({@link monotonicNow}). A
+   * store that can be reached late (Redis) must not apply a spend that arrives after it.
    */
-  readonly timeoutMs?: number;
+  readonly deadlineAt?: number;
 }
 
 /** A store's answer to a {@link SpendRequest}. */

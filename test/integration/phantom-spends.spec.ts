@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { ALGORITHMS, RedisStore, resolvePolicy, StoreTimeoutError } from '../../lib';
+import { ALGORITHMS, monotonicNow, RedisStore, resolvePolicy, StoreTimeoutError } from '../../lib';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 import { startRedisServer } from '../support/redis';
 import { spawnRedisServer } from '../support/redis-server';
@@ -24,7 +24,7 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       limits: policy.limits,
       keys: ['k'],
       cost: 1,
-      timeoutMs: 100,
+      deadlineAt: monotonicNow() + 100,
     };
     await store.peek(request); // scripts loaded, clock measured
     const late = await redis.whileHung(async () => {
@@ -38,6 +38,31 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     expect(await client.keys('phantom:*')).toEqual([]);
   });
 
+  it.each(ALGORITHMS)(
+    '%s: the first spend of a fresh store, while Redis is frozen',
+    async (algorithm) => {
+      const store = new RedisStore({ client, prefix: `fresh:${algorithm}:` }); // clock not measured yet
+      const policy = resolvePolicy({ name: 'p', algorithm, limit: 5, window: '1h' });
+      const late = await redis.whileHung(async () => {
+        const pending = store
+          .consume({
+            policy: 'p',
+            algorithm,
+            limits: policy.limits,
+            keys: ['k'],
+            cost: 1,
+            deadlineAt: monotonicNow() + 100,
+          })
+          .catch((error: unknown) => error);
+        await sleep(300);
+        return { pending };
+      });
+      const outcome = await late.pending;
+      expect(outcome).toBeInstanceOf(StoreTimeoutError);
+      expect(await client.keys('fresh:*')).toEqual([]);
+    },
+  );
+
   it('a command replayed from the offline queue after Redis restarted', async () => {
     const own = await startRedisServer();
     const port = own.port;
@@ -50,7 +75,7 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       limits: policy.limits,
       keys: ['k'],
       cost: 1,
-      timeoutMs: 100,
+      deadlineAt: monotonicNow() + 100,
     };
     let restarted: { url: string; stop(): Promise<void> } | undefined;
     try {
