@@ -153,7 +153,8 @@ class AttemptCancelledError extends Error {
 /**
  * Mirrors `source`, running `settle` exactly once when it completes, errors or is unsubscribed;
  * completion and errors are passed on only after `settle` finished, so the response leaves with
- * the refund applied. `settle` must not reject.
+ * the refund applied. Should `settle` reject anyway (a throwing hook in a subclass), the response
+ * still goes out: a settlement problem is never the client's.
  */
 function settleAfter<T>(
   source: Observable<T>,
@@ -164,7 +165,7 @@ function settleAfter<T>(
     let last: T | undefined;
     const finish = (outcome: AttemptOutcome): Promise<void> => {
       finished = true;
-      return settle(outcome);
+      return settle(outcome).catch(() => undefined);
     };
     const subscription = source.subscribe({
       next: (value) => {

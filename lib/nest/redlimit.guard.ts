@@ -77,7 +77,9 @@ export class RedlimitGuard implements CanActivate {
     const request = context.switchToHttp().getRequest<HttpRequestLike>();
     const route =
       routeTemplate(request) ?? `${context.getClass().name}.${context.getHandler().name}`;
-    return `${request.method ?? 'HTTP'} ${route}|ip:${tracker}`;
+    // HEAD is served by the GET handler on Express and Fastify: one route, one budget.
+    const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'HTTP');
+    return `${method} ${route}|ip:${tracker}`;
   }
 
   /** Whether to let a request through without spending. Default: never. */

@@ -16,6 +16,7 @@ import {
 import type { Redis } from 'ioredis';
 import {
   Attempt,
+  AttemptInterceptor,
   RedisStore,
   RedlimitModule,
   type RefundRequest,
@@ -84,7 +85,18 @@ class AuthService {
   }
 }
 
-export function attemptApp(store: FlakyStore, calls: Calls): Type {
+/** An interceptor whose settlement-error hook itself throws (a careless subclass). */
+export class ThrowingHookInterceptor extends AttemptInterceptor {
+  protected override onSettleError(): void {
+    throw new Error('the hook failed too');
+  }
+}
+
+export function attemptApp(
+  store: FlakyStore,
+  calls: Calls,
+  attemptInterceptor?: typeof AttemptInterceptor,
+): Type {
   @Controller()
   class SignInController {
     constructor(private readonly auth: AuthService) {}
@@ -176,6 +188,7 @@ export function attemptApp(store: FlakyStore, calls: Calls): Type {
         store,
         policies: { login: { algorithm: 'fixed-window', limit: 10, window: '15m' } },
         timeoutMs: 500,
+        ...(attemptInterceptor && { attemptInterceptor }),
       }),
     ],
     controllers: [SignInController],

@@ -1,7 +1,14 @@
 import type { Redis } from 'ioredis';
 import { createTestClient, uniquePrefix, warmPool } from '../../support/redis';
 import { count, PLATFORMS, type RunningApp, startApp, statuses } from '../support/app';
-import { attemptApp, Calls, type FlakyStore, flakyStore, PASSWORD } from './attempt.app';
+import {
+  attemptApp,
+  Calls,
+  type FlakyStore,
+  flakyStore,
+  PASSWORD,
+  ThrowingHookInterceptor,
+} from './attempt.app';
 
 describe.each(PLATFORMS)('@Attempt on %s', (platform) => {
   let client: Redis;
@@ -99,6 +106,19 @@ describe.each(PLATFORMS)('@Attempt on %s', (platform) => {
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ ok: true });
     expect(app.logs.join('\n')).toMatch(/warn: .*refund.*policy 'login'.*Connection is closed/i);
+  });
+
+  it('a settlement hook that throws still lets the response out', async () => {
+    const own = await startApp(attemptApp(store, calls, ThrowingHookInterceptor), platform);
+    try {
+      const response = await own.request('/refund-store-down', {
+        method: 'POST',
+        body: { email: 'frank@example.com', password: '' },
+      });
+      expect(response.status).toBe(200);
+    } finally {
+      await own.close();
+    }
   });
 
   it("'user' keys on request.user.id; requests without a user share one '-' budget", async () => {

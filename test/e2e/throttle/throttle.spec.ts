@@ -54,6 +54,13 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     expect((await app.request('/shared/items/3')).status).toBe(429);
   });
 
+  it('HEAD shares the budget of the GET route that serves it', async () => {
+    expect((await app.request('/shared/a', { method: 'HEAD' })).status).toBe(200);
+    expect((await app.request('/shared/a')).status).toBe(200);
+    expect((await app.request('/shared/a', { method: 'HEAD' })).status).toBe(429);
+    expect((await app.request('/shared/a')).status).toBe(429);
+  });
+
   it("a handler's @Throttle wins over its controller's", async () => {
     const codes = await statuses(Array.from({ length: 6 }, () => app.request('/shared/roomy')));
     expect(codes.sort()).toEqual([200, 200, 200, 200, 200, 429]);
