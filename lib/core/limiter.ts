@@ -183,6 +183,7 @@ export class Limiter {
   async reset(keys: Keys): Promise<void> {
     const request = {
       policy: this.policy.name,
+      algorithm: this.policy.algorithm,
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
     };

@@ -5,8 +5,9 @@ import { fixedWindowMemory } from './memory/fixed-window.memory';
 import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm';
 import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
-import { nextSpendId, usesSpendIds } from './spend-id.util';
-import { storageKey } from './storage-key.util';
+import { nextSpendId } from './spend-id.util';
+import { stateLifetimeMs } from './state-lifetime.util';
+import { ledgerKey, storageKey } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -37,6 +38,12 @@ export interface MemoryStoreOptions {
 interface Entry {
   value: unknown;
   expiresAt: number;
+}
+
+/** A caller key's refund ledger, as `lua/lib/refund-frame.lua` keeps it in Redis. */
+interface Ledger {
+  readonly refunded: Set<string>;
+  resetAt?: number;
 }
 
 /**
@@ -83,32 +90,56 @@ export class MemoryStore implements Store {
   refund(request: RefundRequest): Promise<void> {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
-    request.keys.forEach((key) =>
+    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
+    for (const key of request.keys) {
+      const ledgerName = ledgerKey('', key, request.policy);
+      const ledger = this.live(ledgerName, now) as Ledger | undefined;
+      if (ledger?.resetAt !== undefined && request.at <= ledger.resetAt) continue; // wiped by reset
+      if (request.spendId && ledger?.refunded.has(request.spendId)) continue; // a copied receipt
+      let given = false;
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
         const state = this.read(name, algorithm, now);
         if (state === undefined) return;
         const next = algorithm.refund(state, rule, { ...request, now });
+        if (next === undefined) return;
+        given = true;
         if (next === null) this.entries.delete(name);
-        else if (next !== undefined) {
-          this.entries.set(name, { value: next.state, expiresAt: next.expiresAt });
-        }
-      }),
-    );
+        else this.entries.set(name, { value: next.state, expiresAt: next.expiresAt });
+      });
+      if (given && request.spendId) {
+        const marked = ledger ?? { refunded: new Set<string>() };
+        marked.refunded.add(request.spendId);
+        this.entries.set(ledgerName, { value: marked, expiresAt: now + lifetime });
+      }
+    }
     return Promise.resolve();
   }
 
   reset(request: ResetRequest): Promise<void> {
+    const now = this.now();
+    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
     for (const key of request.keys) {
       request.limits.forEach((_, l) => this.entries.delete(storageKey('', key, request.policy, l)));
+      const ledgerName = ledgerKey('', key, request.policy);
+      const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? { refunded: new Set() };
+      ledger.resetAt = now;
+      this.entries.set(ledgerName, { value: ledger, expiresAt: now + lifetime });
     }
     return Promise.resolve();
+  }
+
+  /** The value stored under `name`, if it has not expired. */
+  private live(name: string, now: number): unknown {
+    const entry = this.entries.get(name);
+    if (!entry || entry.expiresAt <= now) return undefined;
+    return entry.value;
   }
 
   private decide(request: SpendRequest, spend: boolean): SpendResult {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
-    const spendId = spend && usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
+    const spendId = spend ? nextSpendId() : undefined;
     const context = { cost: request.cost, now, spendId };
     const pairs: Array<{ name: string; evaluation: PairEvaluation<unknown> }> = [];
     let allowed = true;

@@ -3,10 +3,10 @@ import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { ClockOffset } from './clock-offset';
 import { clusterSlot } from './cluster-slot.util';
-import type { ScriptOperation } from './scripts';
-import { scriptFor } from './scripts';
-import { nextSpendId, usesSpendIds } from './spend-id.util';
-import { storageKey, storageKeys } from './storage-key.util';
+import { type ScriptId, scriptFor } from './scripts';
+import { nextSpendId } from './spend-id.util';
+import { stateLifetimeMs } from './state-lifetime.util';
+import { storageKey, storageKeys, storageKeysWithLedgers } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -95,7 +95,7 @@ export class RedisStore implements Store {
   }
 
   async consume(request: SpendRequest): Promise<SpendResult> {
-    const spendId = usesSpendIds(request.algorithm) ? nextSpendId() : undefined;
+    const spendId = nextSpendId();
     const groups = this.slotGroups(request);
     if (groups.length === 1) return this.decide(request, true, spendId);
     const charged: PartResult[] = [];
@@ -146,17 +146,26 @@ export class RedisStore implements Store {
   }
 
   async reset(request: ResetRequest): Promise<void> {
+    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
     await Promise.all(
-      this.slotGroups(request).map((indices) =>
-        this.client.del(
-          ...storageKeys(
-            this.prefix,
-            part(request, indices).keys,
-            request.policy,
-            request.limits.length,
-          ),
-        ),
-      ),
+      this.slotGroups(request).map((indices) => {
+        const { keys } = part(request, indices);
+        const declared = storageKeysWithLedgers(
+          this.prefix,
+          keys,
+          request.policy,
+          request.limits.length,
+        );
+        return this.run('reset/reset', declared, [
+          this.now(),
+          '',
+          '',
+          '',
+          '',
+          lifetime,
+          request.limits.length,
+        ]);
+      }),
     );
   }
 
@@ -191,14 +200,19 @@ export class RedisStore implements Store {
   }
 
   private async refundPart(request: SpendRequest, at: number, spendId?: string): Promise<void> {
-    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    await this.run(request.algorithm, 'refund', keys, [
+    const keys = storageKeysWithLedgers(
+      this.prefix,
+      request.keys,
+      request.policy,
+      request.limits.length,
+    );
+    await this.run(`${request.algorithm}/refund`, keys, [
       this.now(),
       this.expiryOffsetMs,
       request.cost,
       at,
       spendId ?? '',
-      '',
+      stateLifetimeMs(request.algorithm, request.limits),
       ...limitArgs(request),
     ]);
   }
@@ -211,7 +225,7 @@ export class RedisStore implements Store {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
     const deadline = spend ? await this.deadline(request.deadlineAt) : '';
     const sentAt = monotonicNow();
-    const reply = (await this.run(request.algorithm, 'consume', keys, [
+    const reply = (await this.run(`${request.algorithm}/consume`, keys, [
       this.now(),
       this.expiryOffsetMs,
       request.cost,
@@ -283,13 +297,8 @@ export class RedisStore implements Store {
   }
 
   /** Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. */
-  private run(
-    algorithm: SpendRequest['algorithm'],
-    operation: ScriptOperation,
-    keys: string[],
-    args: Array<string | number>,
-  ): Promise<unknown> {
-    const { command, lua } = scriptFor(algorithm, operation);
+  private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
+    const { command, lua } = scriptFor(id);
     const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
     if (!client[command]) this.client.defineCommand(command, { lua });
     const call = client[command] as ScriptCommand;

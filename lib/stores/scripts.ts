@@ -8,9 +8,6 @@ const LUA_ROOT = join(__dirname, '..', '..', 'lua');
 /** `--#include lib/x.lua` on a line of its own splices in that file (paths from `lua/`). */
 const INCLUDE = /^--#include (\S+)$/gm;
 
-/** The operations each algorithm implements as a script. */
-export type ScriptOperation = 'consume' | 'refund';
-
 /** A script as registered on an ioredis client. */
 export interface ScriptSource {
   /** Command name on the client (`defineCommand`). */
@@ -19,15 +16,16 @@ export interface ScriptSource {
   readonly lua: string;
 }
 
-const cache = new Map<string, ScriptSource>();
+/** Which script: an algorithm's `consume` or `refund`, or the shared `reset`. */
+export type ScriptId = `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset';
 
-/** Reads `lua/<algorithm>/<operation>.lua` (with its includes) once per process. */
-export function scriptFor(algorithm: Algorithm, operation: ScriptOperation): ScriptSource {
-  const id = `${algorithm}/${operation}`;
+const cache = new Map<ScriptId, ScriptSource>();
+
+/** Reads `lua/<id>.lua` (with its includes) once per process. */
+export function scriptFor(id: ScriptId): ScriptSource {
   let script = cache.get(id);
   if (!script) {
-    const command = `redlimit_${algorithm.replace('-', '_')}_${operation}`;
-    script = { command, lua: load(`${id}.lua`) };
+    script = { command: `redlimit_${id.replace(/[-/]/g, '_')}`, lua: load(`${id}.lua`) };
     cache.set(id, script);
   }
   return script;

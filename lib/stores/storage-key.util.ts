@@ -23,11 +23,24 @@ export function storageKey(
   policy: string,
   limitIndex: number,
 ): string {
-  const tag =
-    key.length > MAX_PLAIN_KEY_LENGTH || BRACE.test(key)
-      ? `#${createHash('sha256').update(key).digest('base64url')}`
-      : key;
-  return `${prefix}{${tag}}:${policy}:${limitIndex}`;
+  return `${prefix}{${hashTag(key)}}:${policy}:${limitIndex}`;
+}
+
+/**
+ * The refund ledger of one caller key under one policy: the ids of spends already refunded and
+ * the instant of the last reset. Same hash tag as the state keys.
+ *
+ * @example
+ * ledgerKey('rl:', 'ip:203.0.113.7', 'login'); // 'rl:{ip:203.0.113.7}:login:r'
+ */
+export function ledgerKey(prefix: string, key: string, policy: string): string {
+  return `${prefix}{${hashTag(key)}}:${policy}:r`;
+}
+
+function hashTag(key: string): string {
+  return key.length > MAX_PLAIN_KEY_LENGTH || BRACE.test(key)
+    ? `#${createHash('sha256').update(key).digest('base64url')}`
+    : key;
 }
 
 /** Stored keys of a request, key-major: entry `k * limits + l` is key k under limit l. */
@@ -41,5 +54,17 @@ export function storageKeys(
   for (const key of keys) {
     for (let l = 0; l < limitCount; l++) out.push(storageKey(prefix, key, policy, l));
   }
+  return out;
+}
+
+/** The state keys of a request (as {@link storageKeys}), then one ledger per caller key. */
+export function storageKeysWithLedgers(
+  prefix: string,
+  keys: readonly string[],
+  policy: string,
+  limitCount: number,
+): string[] {
+  const out = storageKeys(prefix, keys, policy, limitCount);
+  for (const key of keys) out.push(ledgerKey(prefix, key, policy));
   return out;
 }

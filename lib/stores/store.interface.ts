@@ -55,6 +55,8 @@ export interface RefundRequest extends SpendRequest {
 export interface ResetRequest {
   /** Policy name. */
   readonly policy: string;
+  /** The policy's algorithm (how long its state can matter). */
+  readonly algorithm: Algorithm;
   /** How many limits the policy has (one stored key each per caller key). */
   readonly limits: readonly LimitRule[];
   /** Caller keys to clear. */

@@ -12,6 +12,7 @@ KEYS, ARGV and the reply: see lib/refund-frame.lua.
 
 local function refund(key, limit, window, burst, at)
   local chargedEnd = (math.floor(at / window) + 1) * window
+  if now >= chargedEnd then return 0 end -- that window is over
   if rcall('PEXPIRETIME', key) ~= chargedEnd + offset then return 0 end
   local count = tonumber(rcall('GET', key)) or 0
   if count <= cost then

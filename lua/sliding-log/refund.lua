@@ -7,8 +7,8 @@ KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
 --#include lib/prelude.lua
 
-local function refund(key)
-  if spendId == '' then return 0 end
+local function refund(key, limit, window, burst, at)
+  if spendId == '' or at <= now - window then return 0 end -- its members no longer count
   local removed
   if cost == 1 then
     removed = rcall('ZREM', key, spendId)

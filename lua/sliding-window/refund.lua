@@ -11,9 +11,10 @@ KEYS, ARGV and the reply: see lib/refund-frame.lua.
 --#include lib/prelude.lua
 
 local function refund(key, limit, window, burst, at)
+  local charged = math.floor(at / window)
+  if math.floor(now / window) > charged + 1 then return 0 end -- it no longer weighs on anything
   local raw = rcall('GET', key)
   if not raw then return 0 end
-  local charged = math.floor(at / window)
   local sw, cur, prev = string.match(raw, '^(%d+):(%d+):(%d+)$')
   sw, cur, prev = tonumber(sw), tonumber(cur), tonumber(prev)
   if sw == charged and cur > 0 then

@@ -1,4 +1,4 @@
-import { ALGORITHMS, Limiter, RedisStore } from '../../lib';
+import { ALGORITHMS, Limiter, type Receipt, RedisStore } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('refunds');
@@ -69,16 +69,57 @@ describe.each(stores)('$name store', (backend) => {
       expect((await limiter.consume('k')).allowed).toBe(false);
     });
 
-    it('never creates a key', async () => {
-      const store = backend.store(new TestClock());
+    it('never creates a key: a refund after reset, or after the window, writes nothing', async () => {
+      const clock = new TestClock();
+      const store = backend.store(clock);
       const limiter = new Limiter(store, { name: 'r', algorithm, limit: 2, window: '1m' });
       const spent = await limiter.consume('k');
       await limiter.reset('k');
+      const keysAfterReset =
+        store instanceof RedisStore ? await backend.keys!(`${store.prefix}*`) : [];
       await limiter.refund(spent);
       if (store instanceof RedisStore) {
-        expect(await backend.keys!(`${store.prefix}*`)).toEqual([]);
+        // Only the ledger noting the reset: no state key, nothing added by the refund.
+        expect(await backend.keys!(`${store.prefix}*`)).toEqual(keysAfterReset);
+        expect(keysAfterReset.every((key) => key.endsWith(':r'))).toBe(true);
       }
       expect((await limiter.consume('k')).remaining).toBe(1); // from empty, not from below zero
+
+      const late = await limiter.consume('late');
+      clock.advance(3_600_000); // every window of that spend has passed
+      const before =
+        store instanceof RedisStore ? await backend.keys!(`${store.prefix}{late}*`) : [];
+      await limiter.refund(late);
+      if (store instanceof RedisStore) {
+        // (Keys of past windows outlive them in real time under a test clock; the refund adds none.)
+        expect(await backend.keys!(`${store.prefix}{late}*`)).toEqual(before);
+        expect(before.some((key) => key.endsWith(':r'))).toBe(false);
+      }
+    });
+
+    it('a copy of a receipt (e.g. through JSON) refunds at most once', async () => {
+      const { limiter } = setup(2);
+      const a = await limiter.consume(['k', 'j']);
+      await limiter.consume(['k', 'j']);
+      const copy = (): Receipt => JSON.parse(JSON.stringify(a.receipt)) as Receipt;
+      expect(await limiter.refund(copy())).toBe(true);
+      await limiter.refund(copy());
+      await limiter.refund(a);
+      expect((await limiter.consume(['k', 'j'])).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+      expect((await limiter.consume('j')).allowed).toBe(false);
+    });
+
+    it('a refund of a spend made before a reset comes off nothing', async () => {
+      const { clock, limiter } = setup(2);
+      const before = await limiter.consume('k');
+      clock.advance(1);
+      await limiter.reset('k'); // an admin unlocks the key
+      clock.advance(1);
+      await limiter.consume('k');
+      await limiter.consume('k');
+      await limiter.refund(before); // must not take one of the two new spends back
+      expect((await limiter.consume('k')).allowed).toBe(false);
     });
 
     it('rejects a receipt of another policy', async () => {

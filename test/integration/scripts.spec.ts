@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { ALGORITHMS, Limiter, RedisStore, storageKeys } from '../../lib';
+import { ALGORITHMS, Limiter, RedisStore, storageKeys, storageKeysWithLedgers } from '../../lib';
 import { TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 
@@ -11,6 +11,11 @@ const KEY_ARGS: Record<string, (args: string[]) => string[]> = {
   decrby: (a) => [a[0]!],
   pexpiretime: (a) => [a[0]!],
   del: (a) => a,
+  exists: (a) => a,
+  hget: (a) => [a[0]!],
+  hset: (a) => [a[0]!],
+  hexists: (a) => [a[0]!],
+  pexpire: (a) => [a[0]!],
   pexpireat: (a) => [a[0]!],
   zadd: (a) => [a[0]!],
   zrem: (a) => [a[0]!],
@@ -145,7 +150,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     });
   });
 
-  it('reset deletes exactly the keys of that policy and those caller keys, in one command', async () => {
+  it('reset deletes exactly the keys of that policy and those caller keys, in one script run', async () => {
     const store = new RedisStore({ client, prefix: 'reset:' });
     const limiter = new Limiter(store, {
       name: 'p',
@@ -155,9 +160,11 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
         { limit: 5, window: '1h' },
       ],
     });
-    const { commands } = await watch(() => limiter.reset(['a', 'b']));
-    expect(commands).toEqual(['del']);
-    const del = lines.findLast((l) => l.args[0]?.toLowerCase() === 'del')!;
-    expect(del.args.slice(1)).toEqual(storageKeys('reset:', ['a', 'b'], 'p', 2));
+    await limiter.reset(['warm']); // script loaded
+    const { commands, runs } = await watch(() => limiter.reset(['a', 'b']));
+    expect(commands).toEqual(['evalsha']);
+    expect(runs[0]!.declared).toEqual(storageKeysWithLedgers('reset:', ['a', 'b'], 'p', 2));
+    const deleted = runs[0]!.touched.filter((t) => t.command === 'del').flatMap((t) => t.keys);
+    expect(deleted).toEqual(storageKeys('reset:', ['a', 'b'], 'p', 2));
   });
 });

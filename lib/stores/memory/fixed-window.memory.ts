@@ -24,9 +24,9 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
     };
   },
 
-  refund(state, { windowMs }, { cost, at }) {
+  refund(state, { windowMs }, { cost, at, now }) {
     const chargedEnd = (Math.floor(at / windowMs) + 1) * windowMs;
-    if (state.windowEnd !== chargedEnd) return undefined;
+    if (now >= chargedEnd || state.windowEnd !== chargedEnd) return undefined;
     if (state.count <= cost) return null;
     return {
       state: { windowEnd: state.windowEnd, count: state.count - cost },

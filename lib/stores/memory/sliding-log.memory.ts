@@ -36,8 +36,8 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
     };
   },
 
-  refund(state, { windowMs }, { cost, spendId }) {
-    if (!spendId) return undefined;
+  refund(state, { windowMs }, { cost, spendId, at, now }) {
+    if (!spendId || at <= now - windowMs) return undefined; // its members no longer count
     const ids = new Set(
       Array.from({ length: cost }, (_, n) => (cost === 1 ? spendId : `${spendId}.${n + 1}`)),
     );

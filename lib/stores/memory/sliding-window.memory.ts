@@ -41,8 +41,9 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     };
   },
 
-  refund(state, { windowMs }, { cost, at }) {
+  refund(state, { windowMs }, { cost, at, now }) {
     const charged = Math.floor(at / windowMs);
+    if (Math.floor(now / windowMs) > charged + 1) return undefined; // it no longer weighs on anything
     let { cur, prev } = state;
     if (state.window === charged && cur > 0) cur -= Math.min(cost, cur);
     else if (state.window === charged + 1 && prev > 0) prev -= Math.min(cost, prev);
