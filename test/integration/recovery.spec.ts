@@ -46,7 +46,7 @@ describe('recovery', () => {
     }
   });
 
-  it('a Redis restart mid-burst: failures follow failMode, enforcement resumes, no outage spend lands later', async () => {
+  it('a Redis restart mid-burst: failures follow failMode, enforcement resumes, no outage spend stays charged', async () => {
     let server: { url: string; port: number; stop(): Promise<void> } = await startRedisServer();
     const port = server.port;
     const client = new Redis(server.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
@@ -81,7 +81,9 @@ describe('recovery', () => {
       expect(resumed.failure).toBeUndefined();
       expect(resumed.allowed).toBe(true);
       await sleep(300); // anything queued during the outage has been replayed by now
-      // The new server holds exactly the spends it acknowledged: none from the outage landed late.
+      // The new server holds exactly the spends it acknowledged: nothing from the outage stays
+      // charged (the deadline keeps replayed spends from writing, and a late reply is refunded;
+      // phantom-spends.spec.ts proves the deadline alone).
       const acknowledged = decisions.filter((d) => d.receipt.spent && d.receipt.at > goneAt);
       const check = new Redis(server.url);
       expect(await storedCount(check, 'restart:')).toBe(acknowledged.length);
