@@ -21,7 +21,7 @@ export type EnvSource =
  * | --- | --- |
  * | `REDLIMIT_REDIS_URL`, else `REDIS_URL` | `redis://` or `rediss://` URL |
  * | `REDLIMIT_PREFIX` | key prefix |
- * | `REDLIMIT_FAIL_MODE` | `closed` or `open` |
+ * | `REDLIMIT_FAIL_MODE` | `closed`, `open` or `memory` |
  * | `REDLIMIT_TIMEOUT_MS` | whole ms ≥ 1 |
  * | `REDLIMIT_POLICIES` | `login=fixed-window:10/15m,api=sliding-window:100/1m` (see {@link parsePolicySpec}) |
  * | `REDLIMIT_DEFAULT_POLICY` | a policy name |
