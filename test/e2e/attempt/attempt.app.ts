@@ -186,7 +186,7 @@ export function attemptApp(
     imports: [
       RedlimitModule.forRoot({
         store,
-        policies: { login: { algorithm: 'fixed-window', limit: 10, window: '15m' } },
+        policies: { login: { algorithm: 'sliding-window', limit: 10, window: '15m' } },
         timeoutMs: 500,
         ...(attemptInterceptor && { attemptInterceptor }),
       }),

@@ -30,7 +30,7 @@ export function clientIpApp(clientIp?: ClientIpOptions): Type {
     imports: [
       RedlimitModule.forRoot({
         store: new MemoryStore(),
-        policies: { two: { algorithm: 'fixed-window', limit: 2, window: '1m' } },
+        policies: { two: { algorithm: 'sliding-window', limit: 2, window: '1m' } },
         ...(clientIp && { clientIp }),
       }),
     ],

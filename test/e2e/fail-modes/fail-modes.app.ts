@@ -32,7 +32,8 @@ export function failModeApp(
         prefix,
         failMode,
         timeoutMs: TIMEOUT_MS,
-        policies: { api: { algorithm: 'fixed-window', limit, window: '1m' } },
+        // Sliding: a test that straddles a window boundary on the real clock still counts every spend.
+        policies: { api: { algorithm: 'sliding-window', limit, window: '1m' } },
       }),
     ],
     controllers: [LimitedController],

@@ -18,7 +18,7 @@ class PingController {
 
   /** An inline policy, registered on first use. */
   @Get('inline')
-  @Throttle({ name: 'inline', algorithm: 'fixed-window', limit: 1, window: '1m' })
+  @Throttle({ name: 'inline', algorithm: 'sliding-window', limit: 1, window: '1m' })
   inline(): string {
     return 'inline';
   }

@@ -108,9 +108,9 @@ export function throttleApp(
         prefix,
         ...(headers !== undefined && { headers }),
         policies: {
-          two: { algorithm: 'fixed-window', limit: 2, window: '1m' },
+          two: { algorithm: 'sliding-window', limit: 2, window: '1m' },
           five: { algorithm: 'sliding-window', limit: 5, window: '1m' },
-          three: { algorithm: 'fixed-window', limit: 3, window: '1m' },
+          three: { algorithm: 'sliding-window', limit: 3, window: '1m' },
         },
         defaultPolicy: 'three',
       }),
