@@ -161,7 +161,7 @@ export class MemoryStore implements Store {
             blockedLimitIndex = l;
           }
         }
-        if (evaluation.room < remaining) {
+        if (evaluation.room < remaining || (evaluation.room === remaining && l < limitIndex)) {
           remaining = evaluation.room;
           limitIndex = l;
         }

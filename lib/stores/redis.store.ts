@@ -328,7 +328,7 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
   const atByKey: number[] = new Array<number>(request.keys.length);
   for (const { indices, result } of parts) {
     const partRoom = result.allowed ? result.remaining + request.cost : result.remaining;
-    if (partRoom < room) {
+    if (partRoom < room || (partRoom === room && result.limitIndex < bindingLimit)) {
       room = partRoom;
       bindingLimit = result.limitIndex;
     }

@@ -41,9 +41,12 @@ for l = 1, limitCount do
     evaluations[i] = ev
     if not ev.fits then
       allowed = false
-      if ev.wait > retryAfter or refusing == 0 then retryAfter, refusing, refusingLimit = ev.wait, k, l end
+      -- The longest wait refuses; ties go to the first key, then the first limit (as in every store).
+      if refusing == 0 or ev.wait > retryAfter or (ev.wait == retryAfter and k < refusing) then
+        retryAfter, refusing, refusingLimit = ev.wait, k, l
+      end
     end
-    if ev.room < remaining then remaining, binding = ev.room, l end
+    if ev.room < remaining then remaining, binding = ev.room, l end -- ties: the first limit
   end
 end
 

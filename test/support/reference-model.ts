@@ -26,6 +26,9 @@ interface Bucket {
   lowest: number;
   /** The latest spend. */
   lastAt: number;
+  /** `lowest` and `lastAt` before the latest spend (restored when it is refunded). */
+  prevLowest: number;
+  prevLastAt: number;
 }
 
 /**
@@ -81,10 +84,18 @@ export class ReferenceModel {
       this.limits.forEach((rule, l) => {
         const bucket = this.bucketAt(key, l, rule, now);
         if (!bucket || spend.at < bucket.busyStart) return; // full since the spend: nothing back
+        const latest = spend.at >= bucket.lastAt;
         let back = Math.min(spend.cost * rule.windowMs, bucket.backlog);
-        if (spend.at < bucket.lastAt && bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
+        if (!latest && bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
+        if (back <= 0) return;
         bucket.backlog -= back;
-        if (bucket.lowest >= 0) bucket.lowest = Math.max(0, bucket.lowest - back);
+        if (latest) {
+          bucket.lowest = bucket.prevLowest;
+          bucket.lastAt = bucket.prevLastAt;
+        } else {
+          if (bucket.lowest >= 0) bucket.lowest = Math.max(0, bucket.lowest - back);
+          if (bucket.prevLowest >= 0) bucket.prevLowest = Math.max(0, bucket.prevLowest - back);
+        }
         this.buckets.set(`${key}/${l}`, bucket);
       });
     }
@@ -153,6 +164,8 @@ export class ReferenceModel {
           busyStart: now,
           lowest: -1,
           lastAt: now,
+          prevLowest: -1,
+          prevLastAt: -1,
         });
         return;
       }
@@ -164,6 +177,8 @@ export class ReferenceModel {
         since: now,
         lowest,
         lastAt: now,
+        prevLowest: current.lowest,
+        prevLastAt: current.lastAt,
       });
     });
   }

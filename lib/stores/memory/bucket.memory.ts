@@ -3,7 +3,8 @@ import type { MemoryAlgorithm, StoredState } from './memory-algorithm';
 
 /**
  * Backlog `b` (units of 1/window token) as of instant `at`, the start of the busy period, the
- * smallest backlog seen just before a later spend of that period (-1: none), the latest spend.
+ * smallest backlog seen just before a later spend of that period (-1: none), the latest spend, and
+ * those two as they were before the latest spend (see `lua/lib/bucket.lua`).
  */
 interface BucketState {
   readonly b: number;
@@ -11,7 +12,11 @@ interface BucketState {
   readonly busyStart: number;
   readonly m: number;
   readonly lastAt: number;
+  readonly prevM: number;
+  readonly prevLastAt: number;
 }
+
+const EMPTY = { b: 0, busyStart: -1, m: -1, lastAt: -1, prevM: -1, prevLastAt: -1 };
 
 /**
  * Token bucket and GCRA in memory (one state machine; Redis stores them two ways); mirrors
@@ -23,40 +28,66 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
   },
 
   evaluate(state, rule, { cost, now }) {
-    const { b, busyStart, m, capacity } = load(state, rule, now);
+    const { capacity, ...s } = load(state, rule, now);
     const units = cost * rule.windowMs;
-    const fits = b + units <= capacity;
+    const fits = s.b + units <= capacity;
     return {
       fits,
-      room: floorDiv(capacity - b, rule.windowMs),
-      waitMs: fits ? 0 : ceilDiv(b + units - capacity, rule.limit),
-      resetMs: (spent) => ceilDiv(spent ? b + units : b, rule.limit),
+      room: floorDiv(capacity - s.b, rule.windowMs),
+      waitMs: fits ? 0 : ceilDiv(s.b + units - capacity, rule.limit),
+      resetMs: (spent) => ceilDiv(spent ? s.b + units : s.b, rule.limit),
       next() {
-        if (b === 0) return stored({ b: units, at: now, busyStart: now, m: -1, lastAt: now }, rule);
-        const lowest = m < 0 || b < m ? b : m;
-        return stored({ b: b + units, at: now, busyStart, m: lowest, lastAt: now }, rule);
+        const spent = { b: s.b + units, at: now, lastAt: now, prevM: s.m, prevLastAt: s.lastAt };
+        if (s.b === 0) {
+          return stored({ ...spent, busyStart: now, m: -1, prevM: -1, prevLastAt: -1 }, rule);
+        }
+        const m = s.m < 0 || s.b < s.m ? s.b : s.m;
+        return stored({ ...spent, busyStart: s.busyStart, m }, rule);
       },
     };
   },
 
   refund(state, rule, { cost, now, at }) {
-    const loaded = load(state, rule, now);
-    const { b, busyStart, lastAt } = loaded;
-    let { m } = loaded;
-    if (b === 0 || at < busyStart) return undefined;
-    let back = Math.min(cost * rule.windowMs, b);
-    if (at < lastAt && m >= 0) back = Math.min(back, m); // an earlier spend: bounded by history
+    const s = load(state, rule, now);
+    if (s.b === 0 || at < s.busyStart) return undefined;
+    const latest = at >= s.lastAt;
+    let back = Math.min(cost * rule.windowMs, s.b);
+    if (!latest && s.m >= 0) back = Math.min(back, s.m); // an earlier spend: bounded by history
     if (back <= 0) return undefined;
-    if (m >= 0) m = Math.max(0, m - back);
-    return b - back <= 0 ? null : stored({ b: b - back, at: now, busyStart, m, lastAt }, rule);
+    const b = s.b - back;
+    if (b <= 0) return null;
+    const shift = (v: number) => (v >= 0 ? Math.max(0, v - back) : -1);
+    return stored(
+      latest
+        ? // As if it never happened: the running minimum and latest spend from before it.
+          {
+            b,
+            at: now,
+            busyStart: s.busyStart,
+            m: s.prevM,
+            lastAt: s.prevLastAt,
+            prevM: s.prevM,
+            prevLastAt: s.prevLastAt,
+          }
+        : {
+            b,
+            at: now,
+            busyStart: s.busyStart,
+            m: shift(s.m),
+            lastAt: s.lastAt,
+            prevM: shift(s.prevM),
+            prevLastAt: s.prevLastAt,
+          },
+      rule,
+    );
   },
 };
 
 function load(state: BucketState | undefined, { limit, windowMs, burst }: LimitRule, now: number) {
   const capacity = burst * windowMs;
   const b = state ? Math.min(capacity, state.b - (now - state.at) * limit) : 0;
-  if (!state || b <= 0) return { b: 0, busyStart: -1, m: -1, lastAt: -1, capacity };
-  return { b, busyStart: state.busyStart, m: state.m, lastAt: state.lastAt, capacity };
+  if (!state || b <= 0) return { ...EMPTY, capacity };
+  return { ...state, b, capacity };
 }
 
 function stored(state: BucketState, { limit }: LimitRule): StoredState<BucketState> {
