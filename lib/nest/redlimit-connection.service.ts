@@ -41,6 +41,10 @@ export class RedlimitConnection implements OnApplicationShutdown {
     if (options.redis !== undefined) {
       const { client, owned } = await createRedisClient(options.redis);
       if (owned) logConnectionErrors(client, logger);
+      else {
+        const risk = unboundedQueueRisk(client);
+        if (risk) logger.warn(risk);
+      }
       const store = new RedisStore({
         client,
         ...(options.prefix !== undefined && { prefix: options.prefix }),
@@ -67,6 +71,31 @@ export class RedlimitConnection implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.client && this.owned) await closeRedisClient(this.client, this.closeTimeoutMs);
   }
+}
+
+/**
+ * A client passed in needs no special settings for correctness: every spend carries a deadline,
+ * so a command replayed after an outage writes nothing. One combination is still unsafe for the
+ * app: an offline queue with `maxRetriesPerRequest: null` keeps every command of an outage in
+ * memory, without bound, until Redis comes back.
+ */
+function unboundedQueueRisk(client: RedisClient): string | undefined {
+  const options = client.options as {
+    enableOfflineQueue?: boolean;
+    maxRetriesPerRequest?: number | null;
+    redisOptions?: { maxRetriesPerRequest?: number | null };
+  };
+  const retries =
+    'redisOptions' in options && options.redisOptions
+      ? options.redisOptions.maxRetriesPerRequest
+      : options.maxRetriesPerRequest;
+  if (options.enableOfflineQueue === false || retries !== null) return undefined;
+  return (
+    'The Redis client passed to RedlimitModule queues commands while disconnected with ' +
+    'maxRetriesPerRequest: null: during an outage every rate-limit command waits in memory ' +
+    '(decisions still answer within timeoutMs, and replayed spends write nothing). ' +
+    'Set maxRetriesPerRequest to a small number, or enableOfflineQueue: false, on that client.'
+  );
 }
 
 function logConnectionErrors(client: RedisClient, logger: Logger): void {

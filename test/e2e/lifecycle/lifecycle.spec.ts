@@ -1,3 +1,4 @@
+import Redis from 'ioredis';
 import { Limiter, LimiterRegistry, MemoryStore, RedlimitConnection } from '../../../lib/nest';
 import { clusterNodes } from '../../support/cluster-handle';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
@@ -35,6 +36,22 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
       expect(connection.client?.status).toBe('end');
     },
   );
+
+  it('warns at startup about a client passed in that would queue commands without bound', async () => {
+    const risky = new Redis(redisUrl(), { maxRetriesPerRequest: null });
+    const safe = createTestClient();
+    try {
+      const warned = await startApp(lifecycleApp({ redis: { client: risky } }), platform);
+      expect(warned.logs.join('\n')).toMatch(/warn: .*maxRetriesPerRequest: null/);
+      await warned.close();
+      const quiet = await startApp(lifecycleApp({ redis: { client: safe } }), platform);
+      expect(quiet.logs.join('\n')).not.toMatch(/maxRetriesPerRequest/);
+      await quiet.close();
+    } finally {
+      risky.disconnect();
+      await safe.quit();
+    }
+  });
 
   it('a client passed in is never closed', async () => {
     const client = createTestClient();
