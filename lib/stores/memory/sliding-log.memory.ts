@@ -1,37 +1,45 @@
 import type { MemoryAlgorithm } from './memory-algorithm';
 
-/** One member per unit spent: the spend's id and instant, oldest first. */
+/** One member per unit spent: the spend's id and instant, kept in order of instant. */
 interface SlidingLogState {
-  readonly log: ReadonlyArray<{ readonly id: string; readonly at: number }>;
+  readonly log: Array<{ readonly id: string; readonly at: number }>;
 }
 
-/** Sliding log in memory; mirrors `lua/sliding-log/*.lua`. */
+/**
+ * Sliding log in memory; mirrors `lua/sliding-log/*.lua`. The log stays sorted by instant, so a
+ * decision finds the window's start by binary search and a spend prunes and appends in place:
+ * O(log n) to decide, amortised O(cost) to spend, however large the limit.
+ */
 export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
   owns(value): value is SlidingLogState {
     return typeof value === 'object' && value !== null && 'log' in value;
   },
 
   evaluate(state, { limit, windowMs }, { cost, now, spendId }) {
-    const since = now - windowMs;
     const log = state?.log ?? [];
-    const counted = log.filter((member) => member.at > since);
-    const count = counted.length;
+    const first = firstAfter(log, now - windowMs); // members at > now - window count
+    const count = log.length - first;
     const fits = count + cost <= limit;
     return {
       fits,
       room: limit - count,
-      waitMs: fits ? 0 : counted[count + cost - limit - 1]!.at + windowMs - now,
+      // The (count + cost - limit)-th oldest counted member must leave the window first.
+      waitMs: fits ? 0 : log[first + count + cost - limit - 1]!.at + windowMs - now,
       resetMs(spent) {
         if (spent) return windowMs;
-        return count === 0 ? 0 : counted[count - 1]!.at + windowMs - now;
+        return count === 0 ? 0 : log[log.length - 1]!.at + windowMs - now;
       },
       next() {
+        const kept = state?.log ?? [];
+        kept.splice(0, first); // prune what no longer counts
         const id = spendId ?? '';
         const added = Array.from({ length: cost }, (_, n) => ({
           id: cost === 1 ? id : `${id}.${n + 1}`,
           at: now,
         }));
-        return { state: { log: [...counted, ...added] }, expiresAt: now + windowMs };
+        // In order of instant even if the clock stepped back.
+        kept.splice(firstAfter(kept, now), 0, ...added);
+        return { state: { log: kept }, expiresAt: kept[kept.length - 1]!.at + windowMs };
       },
     };
   },
@@ -47,3 +55,15 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
     return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
   },
 };
+
+/** Index of the first member with `at > instant` in a log sorted by instant. */
+function firstAfter(log: ReadonlyArray<{ readonly at: number }>, instant: number): number {
+  let low = 0;
+  let high = log.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (log[mid]!.at > instant) high = mid;
+    else low = mid + 1;
+  }
+  return low;
+}
