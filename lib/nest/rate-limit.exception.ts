@@ -25,15 +25,15 @@ export class RateLimitExceededException extends HttpException {
     /** The refused decision. */
     readonly decision: Decision,
   ) {
-    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
-    const body: RateLimitResponseBody = {
-      statusCode: HttpStatus.TOO_MANY_REQUESTS,
-      error: 'Too Many Requests',
-      message: `Rate limit of policy '${decision.policy}' exceeded; retry in ${retryAfter} s`,
-      policy: decision.policy,
-      retryAfter,
-    };
-    super(body, HttpStatus.TOO_MANY_REQUESTS);
+    super(
+      responseBody(
+        decision,
+        HttpStatus.TOO_MANY_REQUESTS,
+        'Too Many Requests',
+        (s) => `Rate limit of policy '${decision.policy}' exceeded; retry in ${s} s`,
+      ),
+      HttpStatus.TOO_MANY_REQUESTS,
+    );
   }
 }
 
@@ -49,14 +49,25 @@ export class RateLimitUnavailableException extends HttpException {
     /** The refused decision, with `failure` set. */
     readonly decision: Decision,
   ) {
-    const retryAfter = retryAfterSeconds(decision.retryAfterMs);
-    const body: RateLimitResponseBody = {
-      statusCode: HttpStatus.SERVICE_UNAVAILABLE,
-      error: 'Service Unavailable',
-      message: `Rate limiting for policy '${decision.policy}' is unavailable; retry in ${retryAfter} s`,
-      policy: decision.policy,
-      retryAfter,
-    };
-    super(body, HttpStatus.SERVICE_UNAVAILABLE, { cause: decision.failure?.error });
+    super(
+      responseBody(
+        decision,
+        HttpStatus.SERVICE_UNAVAILABLE,
+        'Service Unavailable',
+        (s) => `Rate limiting for policy '${decision.policy}' is unavailable; retry in ${s} s`,
+      ),
+      HttpStatus.SERVICE_UNAVAILABLE,
+      { cause: decision.failure?.error },
+    );
   }
+}
+
+function responseBody(
+  decision: Decision,
+  statusCode: number,
+  error: string,
+  message: (retryAfterSeconds: number) => string,
+): RateLimitResponseBody {
+  const retryAfter = retryAfterSeconds(decision.retryAfterMs);
+  return { statusCode, error, message: message(retryAfter), policy: decision.policy, retryAfter };
 }

@@ -5,6 +5,18 @@ const stores = backends('algorithms');
 const BUCKETS: Algorithm[] = ['token-bucket', 'gcra'];
 
 describe.each(stores)('$name store', (backend) => {
+  /** Capacity 10, one token per second, on a test clock. */
+  const capacityTen = (algorithm: Algorithm) => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'r',
+      algorithm,
+      limit: 60,
+      window: '1m',
+      burst: 10,
+    });
+    return { clock, limiter };
+  };
   describe.each(BUCKETS)('%s', (algorithm) => {
     it('lets a quiet caller burst `burst`, then holds it to the refill rate', async () => {
       const clock = new TestClock();
@@ -129,14 +141,7 @@ describe.each(stores)('$name store', (backend) => {
     });
 
     it('gives nothing back once the bucket has been full since the spend', async () => {
-      const clock = new TestClock();
-      const limiter = new Limiter(backend.store(clock), {
-        name: 'r',
-        algorithm,
-        limit: 60,
-        window: '1m',
-        burst: 10,
-      });
+      const { clock, limiter } = capacityTen(algorithm);
       const a = await limiter.consume('k', { cost: 2 });
       clock.advance(2_000); // full again
       await limiter.consume('k', { cost: 5 });
@@ -145,14 +150,7 @@ describe.each(stores)('$name store', (backend) => {
     });
 
     it('gives an immediate refund back exactly', async () => {
-      const clock = new TestClock();
-      const limiter = new Limiter(backend.store(clock), {
-        name: 'r',
-        algorithm,
-        limit: 60,
-        window: '1m',
-        burst: 10,
-      });
+      const { clock, limiter } = capacityTen(algorithm);
       await limiter.consume('k', { cost: 4 });
       clock.advance(500);
       const b = await limiter.consume('k', { cost: 3 });

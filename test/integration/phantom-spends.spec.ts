@@ -1,10 +1,24 @@
 import Redis from 'ioredis';
-import { ALGORITHMS, monotonicNow, RedisStore, resolvePolicy, StoreTimeoutError } from '../../lib';
+import {
+  type Algorithm,
+  ALGORITHMS,
+  monotonicNow,
+  RedisStore,
+  resolvePolicy,
+  type SpendRequest,
+  StoreTimeoutError,
+} from '../../lib';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 import { startRedisServer } from '../support/redis';
 import { spawnRedisServer } from '../support/redis-server';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A spend of 1 on 'k' at 5 per hour whose caller waits 100 ms from now. */
+function spendRequest(algorithm: Algorithm): SpendRequest {
+  const { limits } = resolvePolicy({ name: 'p', algorithm, limit: 5, window: '1h' });
+  return { policy: 'p', algorithm, limits, keys: ['k'], cost: 1, deadlineAt: monotonicNow() + 100 };
+}
 
 describe('a spend that reaches Redis after its deadline writes nothing', () => {
   let redis: FreezableRedis;
@@ -17,15 +31,7 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
 
   it.each(ALGORITHMS)('%s: a command held up by a frozen Redis', async (algorithm) => {
     const store = new RedisStore({ client, prefix: `phantom:${algorithm}:` });
-    const policy = resolvePolicy({ name: 'p', algorithm, limit: 5, window: '1h' });
-    const request = {
-      policy: 'p',
-      algorithm,
-      limits: policy.limits,
-      keys: ['k'],
-      cost: 1,
-      deadlineAt: monotonicNow() + 100,
-    };
+    const request = spendRequest(algorithm);
     await store.peek(request); // scripts loaded, clock measured
     const late = await redis.whileHung(async () => {
       const pending = store.consume(request).catch((error: unknown) => error);
@@ -42,18 +48,8 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     '%s: the first spend of a fresh store, while Redis is frozen',
     async (algorithm) => {
       const store = new RedisStore({ client, prefix: `fresh:${algorithm}:` }); // clock not measured yet
-      const policy = resolvePolicy({ name: 'p', algorithm, limit: 5, window: '1h' });
       const late = await redis.whileHung(async () => {
-        const pending = store
-          .consume({
-            policy: 'p',
-            algorithm,
-            limits: policy.limits,
-            keys: ['k'],
-            cost: 1,
-            deadlineAt: monotonicNow() + 100,
-          })
-          .catch((error: unknown) => error);
+        const pending = store.consume(spendRequest(algorithm)).catch((error: unknown) => error);
         await sleep(300);
         return { pending };
       });
@@ -68,15 +64,7 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     const port = own.port;
     const queued = new Redis(own.url, { maxRetriesPerRequest: null, retryStrategy: () => 50 });
     const store = new RedisStore({ client: queued, prefix: 'replay:' });
-    const policy = resolvePolicy({ name: 'p', algorithm: 'fixed-window', limit: 5, window: '1h' });
-    const request = {
-      policy: 'p',
-      algorithm: policy.algorithm,
-      limits: policy.limits,
-      keys: ['k'],
-      cost: 1,
-      deadlineAt: monotonicNow() + 100,
-    };
+    const request = spendRequest('fixed-window');
     let restarted: { url: string; stop(): Promise<void> } | undefined;
     try {
       await store.peek(request); // clock measured
