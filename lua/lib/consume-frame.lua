@@ -32,9 +32,13 @@ local remaining, binding = math.huge, 1
 local retryAfter, refusing, refusingLimit = 0, 0, 1
 local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / limitCount
+local rules = {}
+for l = 1, limitCount do
+  rules[l] = { tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l]) }
+end
 
 for l = 1, limitCount do
-  local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
+  local limit, window, burst = rules[l][1], rules[l][2], rules[l][3]
   for k = 1, keyCount do
     local i = (k - 1) * limitCount + l
     local ev = evaluate(KEYS[i], limit, window, burst)
@@ -52,7 +56,7 @@ end
 
 local resetAfter, resetUnspent = 0, 0
 for l = 1, limitCount do
-  local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
+  local limit, window, burst = rules[l][1], rules[l][2], rules[l][3]
   for k = 1, keyCount do
     local i = (k - 1) * limitCount + l
     local ev = evaluations[i]
