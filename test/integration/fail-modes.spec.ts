@@ -106,6 +106,32 @@ describe('when Redis hangs or goes away', () => {
     expect(back.remaining).toBe(1);
   });
 
+  it.each(['closed', 'open'] as const)(
+    '%s: a burst of 40 concurrent decisions while Redis hangs: each answers on its own timeout, per fail mode',
+    async (failMode) => {
+      const limiter = new Limiter(
+        new RedisStore({ client, prefix: `fail:burst:${failMode}:${Math.random()}:` }),
+        { name: 'p', algorithm: 'sliding-window', limit: 1_000, window: '1h', failMode },
+        { timeoutMs: 400, onStoreFailure: () => undefined },
+      );
+      await limiter.consume('warm');
+      const timed = await whileHung(() =>
+        Promise.all(
+          Array.from({ length: 40 }, async (_, i) => {
+            const started = performance.now();
+            const decision = await limiter.consume(`k${i % 4}`);
+            return { decision, elapsed: performance.now() - started };
+          }),
+        ),
+      );
+      for (const { decision, elapsed } of timed) {
+        expect(decision.failure).toMatchObject({ reason: 'timeout', failMode });
+        expect(decision.allowed).toBe(failMode === 'open');
+        expect(elapsed).toBeLessThan(400 + 2_000); // only catches a decision that waited for Redis
+      }
+    },
+  );
+
   it('an error reply from Redis follows the fail mode too', async () => {
     const broken = new Redis(redis.server.url, {
       maxRetriesPerRequest: 0,
