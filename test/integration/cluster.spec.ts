@@ -156,7 +156,7 @@ describeOnCluster('Redis Cluster: keys of one call in different slots', () => {
   });
 });
 
-describe('Redis Cluster failover', () => {
+describeOnCluster('Redis Cluster failover', () => {
   let own: StartedRedisCluster;
   beforeAll(async () => {
     own = await startRedisCluster();

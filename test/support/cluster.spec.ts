@@ -6,8 +6,12 @@
 import Redis, { type Cluster } from 'ioredis';
 import { startRedisCluster, type ClusterNodeInfo, type StartedRedisCluster } from './cluster';
 import { processAlive } from './redis-server';
+import { clusterNodes } from './cluster-handle';
 
-describe('local Redis Cluster harness', () => {
+// Runs where the run has a cluster (the binaries exist, see global-setup.ts).
+const describeOnCluster = clusterNodes() ? describe : describe.skip;
+
+describeOnCluster('local Redis Cluster harness', () => {
   let cluster: StartedRedisCluster;
   let client: Cluster;
   let clientEnded = false;
