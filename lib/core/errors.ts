@@ -33,6 +33,14 @@ export class RateLimitedError extends Error {
  * Thrown by {@link Limiter.attempt} and {@link Limiter.begin} when the store failed (unreachable,
  * erroring, or slower than `timeoutMs`) and the policy fails closed. Unlike
  * {@link RateLimitedError}, it says nothing about the caller's budget: HTTP maps it to 503.
+ *
+ * @example
+ * try {
+ *   await limiter.attempt(keys, sendOtp);
+ * } catch (err) {
+ *   if (err instanceof StoreUnavailableError) return reply.status(503).header('Retry-After', '1').send();
+ *   throw err;
+ * }
  */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError';
@@ -52,7 +60,16 @@ export class StoreUnavailableError extends Error {
   }
 }
 
-/** The store did not answer within `timeoutMs`, or its answer came after the caller's deadline. */
+/**
+ * The store did not answer within `timeoutMs`, or its answer came after the caller's deadline.
+ * Decisions absorb it (see {@link Decision.failure}); it reaches callers only from `refund` and
+ * `reset`.
+ *
+ * @example
+ * await limiter.reset(keys).catch((err) => {
+ *   if (err instanceof StoreTimeoutError) logger.warn('unlock timed out; try again');
+ * });
+ */
 export class StoreTimeoutError extends Error {
   override readonly name = 'StoreTimeoutError';
 

@@ -5,6 +5,8 @@ export type Keys = string | readonly string[];
  * Validates caller keys and drops repeats (a key named twice is charged once), keeping call order.
  *
  * @throws TypeError naming `keys` when the list is empty or holds a non-string or empty string
+ * @example
+ * normalizeKeys(['ip:1', 'email:a', 'ip:1']); // ['ip:1', 'email:a']
  */
 export function normalizeKeys(keys: Keys): string[] {
   const list: readonly unknown[] = typeof keys === 'string' ? [keys] : keys;
@@ -27,6 +29,9 @@ export function normalizeKeys(keys: Keys): string[] {
  * Validates a cost against the largest a policy can ever allow (its smallest limit or burst).
  *
  * @throws RangeError naming `cost`
+ * @example
+ * normalizeCost(undefined, 10); // 1
+ * normalizeCost(11, 10); // throws RangeError: cost 11 is above the policy's limit of 10
  */
 export function normalizeCost(cost: unknown, maxCost: number): number {
   if (cost === undefined) return 1;

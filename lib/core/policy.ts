@@ -97,6 +97,9 @@ const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
  * Validates a policy and converts its durations to milliseconds.
  *
  * @throws TypeError / RangeError naming the offending field
+ * @example
+ * resolvePolicy({ name: 'login', algorithm: 'fixed-window', limit: 10, window: '15m' }).limits;
+ * // [{ limit: 10, windowMs: 900000, burst: 10 }]
  */
 export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   if (policy === null || typeof policy !== 'object') {

@@ -43,7 +43,12 @@ function hashTag(key: string): string {
     : key;
 }
 
-/** Stored keys of a request, key-major: entry `k * limits + l` is key k under limit l. */
+/**
+ * Stored keys of a request, key-major: entry `k * limits + l` is key k under limit l.
+ *
+ * @example
+ * storageKeys('rl:', ['a', 'b'], 'login', 2); // ['rl:{a}:login:0', 'rl:{a}:login:1', 'rl:{b}:login:0', 'rl:{b}:login:1']
+ */
 export function storageKeys(
   prefix: string,
   keys: readonly string[],
@@ -57,7 +62,13 @@ export function storageKeys(
   return out;
 }
 
-/** The state keys of a request (as {@link storageKeys}), then one ledger per caller key. */
+/**
+ * The state keys of a request (as {@link storageKeys}), then one ledger per caller key: the KEYS
+ * of the refund and reset scripts.
+ *
+ * @example
+ * storageKeysWithLedgers('rl:', ['a'], 'login', 1); // ['rl:{a}:login:0', 'rl:{a}:login:r']
+ */
 export function storageKeysWithLedgers(
   prefix: string,
   keys: readonly string[],
