@@ -18,7 +18,11 @@ export interface Receipt {
   readonly cost: number;
   /** The store clock's reading (ms since the epoch) when the spend happened. */
   readonly at: number;
-  /** Identifies the spend's own entries where an algorithm stores them (`sliding-log`). */
+  /**
+   * Identifies the spend: the store's refund ledger records it so the spend is refunded at most
+   * once, even from a copy of this receipt; a sliding log also names its members after it. Set on
+   * every spent receipt; keep it when you store receipts.
+   */
   readonly spendId?: string;
   /** Per key, the store clock's reading, where keys were charged at different instants (Cluster). */
   readonly atByKey?: readonly number[];

@@ -129,6 +129,12 @@ export class Limiter {
       );
     }
     if (!receipt.spent || settledReceipts.has(receipt)) return false;
+    if (typeof receipt.spendId !== 'string' || receipt.spendId === '') {
+      // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
+      throw new TypeError(
+        'refund(): the receipt has no spendId; pass the Receipt as it was returned',
+      );
+    }
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
     // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
     settledReceipts.add(receipt);

@@ -42,9 +42,14 @@ interface Entry {
 
 /** A caller key's refund ledger, as `lua/lib/refund-frame.lua` keeps it in Redis. */
 interface Ledger {
-  readonly refunded: Set<string>;
+  /** Refunded spend ids and their instants. */
+  readonly refunded: Map<string, number>;
   resetAt?: number;
+  floor?: number;
 }
+
+/** At most this many refunded ids per caller key (older ones raise the floor). */
+const LEDGER_CAP = 256;
 
 /**
  * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,
@@ -94,8 +99,7 @@ export class MemoryStore implements Store {
     for (const key of request.keys) {
       const ledgerName = ledgerKey('', key, request.policy);
       const ledger = this.live(ledgerName, now) as Ledger | undefined;
-      if (ledger?.resetAt !== undefined && request.at <= ledger.resetAt) continue; // wiped by reset
-      if (request.spendId && ledger?.refunded.has(request.spendId)) continue; // a copied receipt
+      if (settled(ledger, request, now, lifetime)) continue;
       let given = false;
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
@@ -108,8 +112,8 @@ export class MemoryStore implements Store {
         else this.entries.set(name, { value: next.state, expiresAt: next.expiresAt });
       });
       if (given && request.spendId) {
-        const marked = ledger ?? { refunded: new Set<string>() };
-        marked.refunded.add(request.spendId);
+        const marked = ledger ?? { refunded: new Map<string, number>() };
+        remember(marked, request.spendId, request.at, now, lifetime);
         this.entries.set(ledgerName, { value: marked, expiresAt: now + lifetime });
       }
     }
@@ -122,7 +126,9 @@ export class MemoryStore implements Store {
     for (const key of request.keys) {
       request.limits.forEach((_, l) => this.entries.delete(storageKey('', key, request.policy, l)));
       const ledgerName = ledgerKey('', key, request.policy);
-      const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? { refunded: new Set() };
+      const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
+        refunded: new Map<string, number>(),
+      };
       ledger.resetAt = now;
       this.entries.set(ledgerName, { value: ledger, expiresAt: now + lifetime });
     }
@@ -216,5 +222,38 @@ export class MemoryStore implements Store {
     for (const [name, entry] of this.entries) {
       if (entry.expiresAt <= now) this.entries.delete(name);
     }
+  }
+}
+
+/** Whether a refund must give nothing back; mirrors `settled` in `lua/lib/refund-frame.lua`. */
+function settled(
+  ledger: Ledger | undefined,
+  request: RefundRequest,
+  now: number,
+  lifetime: number,
+): boolean {
+  if (now - request.at > lifetime) return true; // it weighs on nothing any more (or might not)
+  if (ledger?.resetAt !== undefined && request.at <= ledger.resetAt) return true; // wiped by reset
+  if (ledger?.floor !== undefined && request.at <= ledger.floor) return true; // beyond the ledger
+  return request.spendId !== undefined && ledger?.refunded.has(request.spendId) === true;
+}
+
+/** Records a refunded spend; prunes ids past the lifetime and trims to the cap (raising the floor). */
+function remember(
+  ledger: Ledger,
+  spendId: string,
+  at: number,
+  now: number,
+  lifetime: number,
+): void {
+  ledger.refunded.set(spendId, at);
+  for (const [id, instant] of ledger.refunded) {
+    if (instant < now - lifetime) ledger.refunded.delete(id);
+  }
+  if (ledger.refunded.size <= LEDGER_CAP) return;
+  const oldest = [...ledger.refunded].sort(([, a], [, b]) => a - b);
+  for (const [id, instant] of oldest.slice(0, ledger.refunded.size - LEDGER_CAP)) {
+    ledger.refunded.delete(id);
+    ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
   }
 }

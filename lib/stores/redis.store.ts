@@ -158,7 +158,7 @@ export class RedisStore implements Store {
         );
         return this.run('reset/reset', declared, [
           this.now(),
-          '',
+          this.expiryOffsetMs,
           '',
           '',
           '',
@@ -194,12 +194,18 @@ export class RedisStore implements Store {
     // A refund that fails leaves a charge in place: the safe side, never extra budget.
     await Promise.allSettled(
       charged.map(({ indices, result }) =>
-        this.refundPart(part(request, indices), result.at, spendId),
+        this.refundPart(part(request, indices), result.at, spendId, false),
       ),
     );
   }
 
-  private async refundPart(request: SpendRequest, at: number, spendId?: string): Promise<void> {
+  /** Refunds one slot group; `record: false` for a compensation (no receipt was ever issued). */
+  private async refundPart(
+    request: SpendRequest,
+    at: number,
+    spendId: string | undefined,
+    record = true,
+  ): Promise<void> {
     const keys = storageKeysWithLedgers(
       this.prefix,
       request.keys,
@@ -212,7 +218,7 @@ export class RedisStore implements Store {
       request.cost,
       at,
       spendId ?? '',
-      stateLifetimeMs(request.algorithm, request.limits),
+      (record ? 1 : -1) * stateLifetimeMs(request.algorithm, request.limits),
       ...limitArgs(request),
     ]);
   }
@@ -221,6 +227,7 @@ export class RedisStore implements Store {
     request: SpendRequest,
     spend: boolean,
     spendId?: string,
+    retried = false,
   ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
     const deadline = spend ? await this.deadline(request.deadlineAt) : '';
@@ -235,6 +242,12 @@ export class RedisStore implements Store {
       ...limitArgs(request),
     ])) as ScriptReply;
     if (reply[0] === -1) {
+      const receivedAt = monotonicNow();
+      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]);
+      // Back before the caller's deadline: our estimate of the Redis clock was wrong (it stepped,
+      // or another node answered), not the caller late. Once more, with the corrected estimate.
+      const inTime = request.deadlineAt !== undefined && receivedAt < request.deadlineAt;
+      if (inTime && !retried && !this.clock) return this.decide(request, spend, spendId, true);
       throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
     }
     const [

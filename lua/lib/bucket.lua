@@ -85,7 +85,7 @@ local function refund(key, limit, window, burst, at)
   local s, capacity = load(key, limit, window, burst)
   if s.b == 0 or at < s.busyStart then return 0 end
   local back = math.min(cost * window, s.b)
-  local latest = at >= s.lastAt
+  local latest = at == s.lastAt -- (not >=: after the clock stepped back, a later `at` is no proof)
   if not latest and s.m >= 0 then back = math.min(back, s.m) end
   if back <= 0 then return 0 end
   local next = { b = s.b - back, busyStart = s.busyStart }

@@ -6,41 +6,62 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
       gives back `cost` units charged at instant `at` (ARGV[4]) by spend `spendId` (ARGV[5]),
       to the window/bucket they were taken from; never below zero, never creating a key
 
-Each caller key also has a ledger (a hash, same hash tag): the ids of spends already refunded, and
-`reset`, the instant of the last reset. A spend is refunded at most once per caller key, however
-many copies of its receipt come back, and never after a reset wiped it (its units would come off
-later spends). The ledger is written only when something was given back: a refund with nothing
-left to return writes nothing at all.
+Each caller key also has a ledger (a sorted set, same hash tag): the ids of spends already
+refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset) and
+`floor` (the latest instant of ids trimmed from a full ledger). A spend gives nothing back when it
+is older than the policy's lifetime, not after a reset, not at or below the floor, and not twice
+(however many copies of its receipt come back). The ledger keeps only ids within the lifetime,
+at most 256 of them, and expires with its newest entry: memory per caller key stays bounded
+whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
+not recorded. Nothing is written when nothing is given back.
 
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`    [5] spend id        [6] ledger lifetime ms (the longest state)
+       [4] at: the spend's `now`    [5] spend id
+       [6] the policy's lifetime ms (its longest state); negative for a compensation (not recorded)
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
 Return number of (key, limit) states that gave something back
 ]]
+local LEDGER_CAP = 256
 local at = tonumber(ARGV[4])
-local ledgerTtl = tonumber(ARGV[6])
+local lifetime = tonumber(ARGV[6])
+local record = lifetime >= 0
+if not record then lifetime = -lifetime end
 local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / (limitCount + 1)
 local reduced = 0
 
+local function settled(ledger)
+  if now - at > lifetime then return true end -- it weighs on nothing any more (or it might not)
+  local resetAt = tonumber(rcall('ZSCORE', ledger, 'reset'))
+  if resetAt and at <= resetAt then return true end -- wiped by a reset
+  local floor = tonumber(rcall('ZSCORE', ledger, 'floor'))
+  if floor and at <= floor then return true end -- older than what the ledger still remembers
+  return spendId ~= '' and rcall('ZSCORE', ledger, spendId) ~= false -- refunded already
+end
+
+local function remember(ledger)
+  rcall('ZADD', ledger, at, spendId)
+  rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
+  local extra = rcall('ZCARD', ledger) - LEDGER_CAP
+  if extra > 0 then
+    local trimmed = rcall('ZPOPMIN', ledger, extra)
+    rcall('ZADD', ledger, 'GT', trimmed[#trimmed], 'floor')
+  end
+  rcall('PEXPIREAT', ledger, now + lifetime + offset)
+end
+
 for k = 1, keyCount do
   local first = (k - 1) * limitCount
   local ledger = KEYS[keyCount * limitCount + k]
-  local resetAt = tonumber(rcall('HGET', ledger, 'reset'))
-  local due = not (resetAt and at <= resetAt)
-  if due and spendId ~= '' then due = rcall('HEXISTS', ledger, spendId) == 0 end
-  if due then
+  if not settled(ledger) then
     local given = 0
     for l = 1, limitCount do
       local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
       given = given + refund(KEYS[first + l], limit, window, burst, at)
     end
-    if given > 0 and spendId ~= '' then
-      rcall('HSET', ledger, spendId, 1)
-      rcall('PEXPIRE', ledger, ledgerTtl)
-    end
+    if given > 0 and record and spendId ~= '' then remember(ledger) end
     reduced = reduced + given
   end
 end

@@ -1,15 +1,16 @@
 --[[
 reset/reset.lua: remove a policy's state for some caller keys (an admin unlock), and note the
-instant in each caller key's ledger, so receipts of spends made before it refund nothing.
+instant in each caller key's ledger (see lib/refund-frame.lua), so receipts of spends made before
+it refund nothing.
 
 KEYS   the state keys (K caller keys × L limits), then one ledger per caller key: KEYS[K*L + k]
-ARGV   [1] now ('' for Redis TIME)  [2] unused  [3] unused  [4] unused  [5] unused
-       [6] ledger lifetime ms (the longest state)  [7] L
+ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3]-[5] unused
+       [6] the policy's lifetime ms (its longest state)  [7] L
 Return number of state keys removed
 ]]
 --#include lib/prelude.lua
 
-local ledgerTtl = tonumber(ARGV[6])
+local lifetime = tonumber(ARGV[6])
 local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / (limitCount + 1)
 local removed = 0
@@ -17,8 +18,8 @@ local removed = 0
 for k = 1, keyCount do
   for l = 1, limitCount do removed = removed + rcall('DEL', KEYS[(k - 1) * limitCount + l]) end
   local ledger = KEYS[keyCount * limitCount + k]
-  rcall('HSET', ledger, 'reset', now)
-  rcall('PEXPIRE', ledger, ledgerTtl)
+  rcall('ZADD', ledger, now, 'reset')
+  rcall('PEXPIREAT', ledger, now + lifetime + offset)
 end
 
 return removed

@@ -84,7 +84,7 @@ export class ReferenceModel {
       this.limits.forEach((rule, l) => {
         const bucket = this.bucketAt(key, l, rule, now);
         if (!bucket || spend.at < bucket.busyStart) return; // full since the spend: nothing back
-        const latest = spend.at >= bucket.lastAt;
+        const latest = spend.at === bucket.lastAt;
         let back = Math.min(spend.cost * rule.windowMs, bucket.backlog);
         if (!latest && bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
         if (back <= 0) return;

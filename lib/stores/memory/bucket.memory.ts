@@ -50,7 +50,7 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
   refund(state, rule, { cost, now, at }) {
     const s = load(state, rule, now);
     if (s.b === 0 || at < s.busyStart) return undefined;
-    const latest = at >= s.lastAt;
+    const latest = at === s.lastAt; // (not >=: after the clock stepped back, a later `at` is no proof)
     let back = Math.min(cost * rule.windowMs, s.b);
     if (!latest && s.m >= 0) back = Math.min(back, s.m); // an earlier spend: bounded by history
     if (back <= 0) return undefined;

@@ -1,0 +1,148 @@
+import {
+  type Algorithm,
+  ALGORITHMS,
+  Limiter,
+  type Receipt,
+  RedisStore,
+  ledgerKey,
+  storageKey,
+} from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('ledger');
+const copy = (receipt: Receipt): Receipt => JSON.parse(JSON.stringify(receipt)) as Receipt;
+
+describe.each(stores)('$name store: the refund ledger', (backend) => {
+  it.each(ALGORITHMS)('%s: stays bounded however many refunds a key gets', async (algorithm) => {
+    const clock = new TestClock();
+    const store = backend.store(clock);
+    const limiter = new Limiter(store, { name: 'signin', algorithm, limit: 5, window: '1h' });
+    const receipts: Receipt[] = [];
+    for (let i = 0; i < 600; i++) {
+      clock.advance(1);
+      const spent = await limiter.consume('ip:1'); // a sign-in…
+      await limiter.refund(spent); // …that succeeded: free
+      receipts.push(spent.receipt);
+    }
+    if (store instanceof RedisStore) {
+      const size = await backend.client!.zcard(ledgerKey(store.prefix, 'ip:1', 'signin'));
+      expect(size).toBeLessThanOrEqual(256 + 2); // the cap, and the reset and floor markers
+    }
+    // The oldest receipts fell off the ledger: copies of them give nothing back (the safe side).
+    await limiter.consume('ip:1');
+    for (const old of receipts.slice(0, 10)) await limiter.refund(copy(old));
+    expect((await limiter.peek('ip:1')).remaining).toBe(5 - 1 - 1);
+  });
+
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a copy refunded again after the ledger’s lifetime gives nothing (a busy bucket)',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'busy',
+        algorithm,
+        limit: 10,
+        window: 1_000,
+        burst: 10,
+      });
+      await limiter.consume('k', { cost: 5 });
+      clock.advance(1);
+      const a = await limiter.consume('k');
+      clock.advance(1);
+      await limiter.consume('k');
+      clock.advance(1);
+      await limiter.refund(copy(a.receipt));
+      clock.advance(497);
+      await limiter.consume('k', { cost: 5 }); // keeps the bucket busy
+      clock.advance(500);
+      await limiter.consume('k', { cost: 5 });
+      clock.advance(200);
+      const before = await limiter.peek('k');
+      await limiter.refund(copy(a.receipt));
+      expect((await limiter.peek('k')).remaining).toBe(before.remaining);
+    },
+  );
+
+  it('a bucket refund after the clock stepped back is not mistaken for the latest spend', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'step',
+      algorithm: 'token-bucket',
+      limit: 1,
+      window: 1_000,
+      burst: 10,
+    });
+    clock.advance(1_000);
+    const first = await limiter.consume('k', { cost: 5 });
+    clock.advance(4_900);
+    await limiter.consume('k');
+    clock.advance(-5_000); // the clock steps back
+    await limiter.consume('k');
+    await limiter.refund(first);
+    const left = await limiter.peek('k');
+    expect(left.allowed ? left.remaining + 1 : left.remaining).toBeLessThanOrEqual(10 - 2);
+  });
+
+  it('refund() of a spent receipt without its spendId is refused', async () => {
+    const limiter = new Limiter(backend.store(), {
+      name: 'id',
+      algorithm: 'fixed-window',
+      limit: 2,
+      window: '1m',
+    });
+    const spent = await limiter.consume('k');
+    const stripped: Receipt = { ...spent.receipt, spendId: undefined };
+    await expect(limiter.refund(stripped)).rejects.toThrow(/spendId/);
+  });
+});
+
+describe('redis store: the deadline survives a Redis clock that steps forward', () => {
+  const [redis] = stores;
+  it('re-measures the clock from a late answer and tries once more in time', async () => {
+    const store = redis!.store() as RedisStore;
+    const limiter = new Limiter(
+      store,
+      { name: 'clock', algorithm: 'sliding-window', limit: 100, window: '1h' },
+      { timeoutMs: 500 },
+    );
+    expect((await limiter.consume('k')).failure).toBeUndefined(); // clock measured
+    // As if Redis's clock had jumped 3 s ahead since: our deadlines would all look past.
+    const estimate = Reflect.get(store, 'redisClock') as { offsetMs: number };
+    estimate.offsetMs -= 3_000;
+    const decisions = [];
+    for (let i = 0; i < 5; i++) decisions.push(await limiter.consume('k'));
+    expect(decisions.map((d) => d.failure?.reason)).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+});
+
+describe('redis cluster: a compensation writes no ledger', () => {
+  const onCluster = stores.find((b) => b.name === 'cluster');
+  (onCluster ? it : it.skip)(
+    '50 calls refused by the later slot group leave the earlier group no ledger, and no charge',
+    async () => {
+      const store = onCluster!.store() as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'pair',
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1h',
+      });
+      const slot = (key: string) => clusterSlot(storageKey(store.prefix, key, 'pair', 0));
+      const [first, later] = ['ip:203.0.113.7', 'email:5f4dcc3b5aa765d6'].sort(
+        (a, b) => slot(a) - slot(b),
+      );
+      await limiter.consume(later!); // only the later group is exhausted: each call is charged, then compensated
+      for (let i = 0; i < 50; i++)
+        expect((await limiter.consume([first!, later!])).allowed).toBe(false);
+      expect(await onCluster!.keys!(`${store.prefix}*:r`)).toEqual([]);
+      expect((await limiter.peek(first!)).allowed).toBe(true);
+    },
+  );
+});
