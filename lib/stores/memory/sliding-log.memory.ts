@@ -7,8 +7,8 @@ interface SlidingLogState {
 
 /**
  * Sliding log in memory; mirrors `lua/sliding-log/*.lua`. The log stays sorted by instant, so a
- * decision finds the window's start by binary search and a spend prunes and appends in place:
- * O(log n) to decide, amortised O(cost) to spend, however large the limit.
+ * decision finds the window's start by binary search, and a spend appends in place and prunes
+ * members that left the window in batches: O(log n) to decide, amortised O(cost) to spend.
  */
 export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
   owns(value): value is SlidingLogState {
@@ -31,7 +31,9 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
       },
       next() {
         const kept = state?.log ?? [];
-        kept.splice(0, first); // prune what no longer counts
+        // Prune what no longer counts, in batches: stale members before `first` are never counted,
+        // and removing them one at a time from the front would cost O(n) per spend.
+        if (first >= 1_024 || first * 2 >= kept.length) kept.splice(0, first);
         const id = spendId ?? '';
         const added = Array.from({ length: cost }, (_, n) => ({
           id: cost === 1 ? id : `${id}.${n + 1}`,
