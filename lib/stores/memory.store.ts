@@ -49,7 +49,7 @@ interface Ledger {
 }
 
 /** At most this many refunded ids per caller key (older ones raise the floor). */
-const LEDGER_CAP = 256;
+const LEDGER_CAP = 126;
 
 /**
  * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,

@@ -11,7 +11,7 @@ refunded, scored by the spend's instant, plus two markers: `reset` (scored by th
 `floor` (the latest instant of ids trimmed from a full ledger). A spend gives nothing back when it
 is older than the policy's lifetime, not after a reset, not at or below the floor, and not twice
 (however many copies of its receipt come back). The ledger keeps only ids within the lifetime,
-at most 256 of them, and expires with its newest entry: memory per caller key stays bounded
+at most 126 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
 not recorded. Nothing is written when nothing is given back.
 
@@ -23,7 +23,7 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
 Return number of (key, limit) states that gave something back
 ]]
-local LEDGER_CAP = 256
+local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
 local at = tonumber(ARGV[4])
 local lifetime = tonumber(ARGV[6])
 local record = lifetime >= 0

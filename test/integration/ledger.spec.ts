@@ -27,7 +27,7 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
     }
     if (store instanceof RedisStore) {
       const size = await backend.client!.zcard(ledgerKey(store.prefix, 'ip:1', 'signin'));
-      expect(size).toBeLessThanOrEqual(256 + 2); // the cap, and the reset and floor markers
+      expect(size).toBeLessThanOrEqual(128); // 126 ids, and the reset and floor markers
     }
     // The oldest receipts fell off the ledger: copies of them give nothing back (the safe side).
     await limiter.consume('ip:1');
