@@ -96,6 +96,7 @@ export class RedisStore implements Store {
 
   async consume(request: SpendRequest): Promise<SpendResult> {
     const spendId = nextSpendId();
+    if (!this.spansSlots(request)) return this.decide(request, true, spendId);
     const groups = this.slotGroups(request);
     if (groups.length === 1) return this.decide(request, true, spendId);
     const charged: PartResult[] = [];
@@ -125,6 +126,7 @@ export class RedisStore implements Store {
   }
 
   async peek(request: SpendRequest): Promise<SpendResult> {
+    if (!this.spansSlots(request)) return this.decide(request, false);
     const groups = this.slotGroups(request);
     if (groups.length === 1) return this.decide(request, false);
     const parts = await Promise.all(
@@ -170,12 +172,17 @@ export class RedisStore implements Store {
   }
 
   /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
+  /** Whether the request's keys may live in several slots (checked without allocating). */
+  private spansSlots(request: { readonly keys: readonly string[] }): boolean {
+    return this.cluster && request.keys.length > 1;
+  }
+
   private slotGroups(request: {
     readonly keys: readonly string[];
     readonly policy: string;
   }): number[][] {
     const all = request.keys.map((_, i) => i);
-    if (!this.cluster || request.keys.length === 1) return [all];
+    if (!this.spansSlots(request)) return [all];
     const bySlot = new Map<number, number[]>();
     for (const i of all) {
       const slot = clusterSlot(storageKey(this.prefix, request.keys[i]!, request.policy, 0));
@@ -230,7 +237,10 @@ export class RedisStore implements Store {
     retried = false,
   ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    const deadline = spend ? await this.deadline(request.deadlineAt) : '';
+    // Known offset (every call but a store's first): no extra promise on the hot path.
+    const deadline = !spend
+      ? ''
+      : (this.knownDeadline(request.deadlineAt) ?? (await this.deadline(request.deadlineAt)));
     const sentAt = monotonicNow();
     const reply = (await this.run(`${request.algorithm}/consume`, keys, [
       this.now(),
@@ -281,10 +291,18 @@ export class RedisStore implements Store {
    * clock value, so only a call sent after its deadline is refused).
    */
   private async deadline(deadlineAt: number | undefined): Promise<string> {
+    const known = this.knownDeadline(deadlineAt);
+    if (known !== undefined) return known;
+    await this.probeClock();
+    return this.knownDeadline(deadlineAt) as string;
+  }
+
+  /** The deadline when it can be computed without measuring the Redis clock first. */
+  private knownDeadline(deadlineAt: number | undefined): string | undefined {
     if (deadlineAt === undefined) return '';
     if (this.clock) return String(Math.floor(this.clock() + deadlineAt - monotonicNow()));
-    if (this.redisClock.value === undefined) await this.probeClock();
-    return String(Math.floor(deadlineAt + (this.redisClock.value as number)));
+    const offset = this.redisClock.value;
+    return offset === undefined ? undefined : String(Math.floor(deadlineAt + offset));
   }
 
   /** Measures the Redis clock once, before the first decision (later replies keep it fresh). */
