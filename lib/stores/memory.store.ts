@@ -138,7 +138,11 @@ export class MemoryStore implements Store {
   /** The value stored under `name`, if it has not expired. */
   private live(name: string, now: number): unknown {
     const entry = this.entries.get(name);
-    if (!entry || entry.expiresAt <= now) return undefined;
+    if (!entry) return undefined;
+    if (entry.expiresAt <= now) {
+      this.entries.delete(name);
+      return undefined;
+    }
     return entry.value;
   }
 
@@ -202,13 +206,8 @@ export class MemoryStore implements Store {
   }
 
   private read(name: string, algorithm: MemoryAlgorithm<unknown>, now: number): unknown {
-    const entry = this.entries.get(name);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= now) {
-      this.entries.delete(name);
-      return undefined;
-    }
-    return algorithm.owns(entry.value) ? entry.value : undefined;
+    const value = this.live(name, now);
+    return algorithm.owns(value) ? value : undefined;
   }
 
   private now(): number {
