@@ -327,13 +327,24 @@ export class RedisStore implements Store {
     return this.clock ? String(Math.floor(this.clock())) : '';
   }
 
-  /** Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. */
+  /**
+   * Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. ioredis
+   * retries once, and may send that retry as EVALSHA (another retry has just loaded the script on
+   * this connection): a second flush in between answers NOSCRIPT again. NOSCRIPT means the script
+   * did not run, so the call is sent once more as EVAL, which cannot answer it.
+   */
   private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
     const { command, lua } = scriptFor(id);
     const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
     if (!client[command]) this.client.defineCommand(command, { lua });
     const call = client[command] as ScriptCommand;
-    return call.call(this.client, keys.length, ...keys, ...args).catch(explainScriptError);
+    return call
+      .call(this.client, keys.length, ...keys, ...args)
+      .catch((error: unknown) => {
+        if (!isNoScript(error)) throw error;
+        return this.client.eval(lua, keys.length, ...keys, ...args);
+      })
+      .catch(explainScriptError);
   }
 }
 
@@ -388,6 +399,11 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
 }
 
 /** Script errors a user can act on get a message that says what to do. */
+/** Redis did not have the script: it did not run, so sending it again cannot spend twice. */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
 function explainScriptError(error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
   if (/unknown (redis )?command/i.test(message) && /pexpiretime|script/i.test(message)) {

@@ -1,4 +1,4 @@
-import Redis from 'ioredis';
+import Redis, { Command } from 'ioredis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
 import { startRedisServer } from '../support/redis';
 import { spawnRedisServer } from '../support/redis-server';
@@ -10,6 +10,25 @@ async function storedCount(client: Redis, prefix: string): Promise<number> {
   const keys = await client.keys(`${prefix}*`);
   const values = keys.length ? await client.mget(...keys) : [];
   return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
+}
+
+/**
+ * A client that sends SCRIPT FLUSH on its own connection just before chosen script calls (counted
+ * from 1 over every EVALSHA it is asked to send, retries included), so a flush lands exactly
+ * between two commands. Keeps every script command it sent, to check the order really happened.
+ */
+class FlushingRedis extends Redis {
+  readonly flushBefore = new Set<number>();
+  readonly scriptCalls: Command[] = [];
+
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    if (command.name === 'evalsha') {
+      this.scriptCalls.push(command);
+      if (this.flushBefore.has(this.scriptCalls.length))
+        void super.sendCommand(new Command('script', ['FLUSH']), stream);
+    }
+    return super.sendCommand(command, stream);
+  }
 }
 
 describe('recovery', () => {
@@ -33,7 +52,9 @@ describe('recovery', () => {
       const decisions: Decision[] = [];
       for (let batch = 0; batch < 4; batch++) {
         const burst = Array.from({ length: 50 }, (_, i) => limiter.consume(`k${i % 5}`));
-        await admin.script('FLUSH'); // lands while the burst is in flight
+        // Lands during the burst or just after it (the next burst then meets it): either way a
+        // flush can fall between a NOSCRIPT and its retry.
+        await admin.script('FLUSH');
         decisions.push(...(await Promise.all(burst)));
       }
       expect(decisions.filter((d) => d.failure)).toEqual([]);
@@ -42,6 +63,38 @@ describe('recovery', () => {
     } finally {
       client.disconnect();
       admin.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('a second flush between a NOSCRIPT and its retry: the call still runs, once', async () => {
+    const server = await startRedisServer();
+    const client = new FlushingRedis(server.url);
+    try {
+      const limiter = new Limiter(new RedisStore({ client, prefix: 'twice:' }), {
+        name: 'p',
+        algorithm: 'fixed-window',
+        limit: 10,
+        window: '1h',
+      });
+      expect((await limiter.consume('k')).allowed).toBe(true); // script loaded on this connection
+      // A and B are refused NOSCRIPT; ioredis resends A as EVAL (loading the script) and B, right
+      // behind it, as EVALSHA; a flush before B's resend answers NOSCRIPT a second time.
+      client.flushBefore.add(2).add(5);
+      const [a, b] = await Promise.all([limiter.consume('k'), limiter.consume('k')]);
+      expect(client.scriptCalls.map((c) => c.name)).toEqual([
+        'eval',
+        'evalsha', // A: NOSCRIPT
+        'evalsha', // B: NOSCRIPT
+        'eval', // A again: loads the script
+        'evalsha', // B again, after the second flush: NOSCRIPT
+      ]);
+      expect(a.failure).toBeUndefined();
+      expect(b.failure).toBeUndefined();
+      expect([a.allowed, b.allowed]).toEqual([true, true]);
+      expect(await storedCount(client, 'twice:')).toBe(3); // each call spent once
+    } finally {
+      client.disconnect();
       await server.stop();
     }
   });
