@@ -1,0 +1,75 @@
+/**
+ * A horizontal bar chart as a standalone SVG, written by hand (no chart library): one bar per
+ * contender, its value a ratio to a reference (the floor, or the endpoint without a limiter),
+ * which is drawn as a dashed vertical line at 1.0.
+ */
+export interface Bar {
+  readonly label: string;
+  readonly value: number;
+  /** Colour group: 'reference' bars are grey, 'ours' blue, 'peer' orange. */
+  readonly kind: 'reference' | 'ours' | 'peer';
+}
+
+export interface BarChart {
+  readonly title: string;
+  readonly subtitle: string;
+  /** Label of the dashed line at 1.0. */
+  readonly referenceLabel: string;
+  readonly bars: readonly Bar[];
+}
+
+const COLOURS: Record<Bar['kind'], string> = {
+  reference: '#9e9e9e',
+  ours: '#2f6fb3',
+  peer: '#e07b24',
+};
+
+const ROW = 22;
+const LABEL_WIDTH = 250;
+const PLOT_WIDTH = 420;
+const TOP = 58;
+
+export function barChartSvg(chart: BarChart): string {
+  const max = Math.max(1.2, ...chart.bars.map((b) => b.value)) * 1.08;
+  const x = (value: number) => LABEL_WIDTH + (value / max) * PLOT_WIDTH;
+  const height = TOP + chart.bars.length * ROW + 46;
+  const width = LABEL_WIDTH + PLOT_WIDTH + 70;
+  const parts: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
+      `viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="12" y="22" font-size="15" font-weight="bold">${escape(chart.title)}</text>`,
+    `<text x="12" y="40" fill="#555555">${escape(chart.subtitle)}</text>`,
+  ];
+  const bottom = TOP + chart.bars.length * ROW;
+  for (let tick = 0; tick <= max; tick += 0.25) {
+    const at = x(tick).toFixed(1);
+    parts.push(
+      `<line x1="${at}" y1="${TOP - 4}" x2="${at}" y2="${bottom}" stroke="#eeeeee"/>`,
+      `<text x="${at}" y="${bottom + 14}" text-anchor="middle" fill="#777777">${tick.toFixed(2)}×</text>`,
+    );
+  }
+  chart.bars.forEach((bar, i) => {
+    const y = TOP + i * ROW;
+    const end = x(Math.max(0, bar.value));
+    parts.push(
+      `<text x="${LABEL_WIDTH - 8}" y="${y + 15}" text-anchor="end">${escape(bar.label)}</text>`,
+      `<rect x="${LABEL_WIDTH}" y="${y + 4}" width="${(end - LABEL_WIDTH).toFixed(1)}" ` +
+        `height="${ROW - 8}" fill="${COLOURS[bar.kind]}"/>`,
+      `<text x="${(end + 4).toFixed(1)}" y="${y + 15}" fill="#333333">${bar.value.toFixed(2)}×</text>`,
+    );
+  });
+  const one = x(1).toFixed(1);
+  parts.push(
+    `<line x1="${one}" y1="${TOP - 8}" x2="${one}" y2="${bottom + 2}" stroke="#c62828" ` +
+      `stroke-width="1.5" stroke-dasharray="5 3"/>`,
+    `<text x="${one}" y="${bottom + 32}" text-anchor="middle" fill="#c62828">` +
+      `${escape(chart.referenceLabel)}</text>`,
+    '</svg>',
+  );
+  return parts.join('\n');
+}
+
+function escape(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
