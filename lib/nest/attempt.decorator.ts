@@ -1,5 +1,6 @@
 import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
 import type { Attempt as CoreAttempt } from '../core/attempt';
+import { scopedAttempt } from './attempt-scope.util';
 import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
   type AttemptOptions,
@@ -15,12 +16,15 @@ import {
 export type Attempt = CoreAttempt;
 
 const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
-  const request = context.switchToHttp().getRequest<Record<symbol, unknown>>();
-  const attempt = request[REQUEST_ATTEMPT];
+  const attempt =
+    context.getType() === 'http'
+      ? context.switchToHttp().getRequest<Record<symbol, unknown>>()[REQUEST_ATTEMPT]
+      : scopedAttempt(context.getArgs());
   if (attempt === undefined) {
     throw new Error(
-      '@Attempt(): no attempt on this request. Import RedlimitModule (its interceptor spends ' +
-        'before the handler runs); @Attempt works on HTTP handlers.',
+      '@Attempt(): no attempt for this call. Import RedlimitModule (its interceptor spends ' +
+        'before the handler runs); @Attempt works on HTTP routes, GraphQL resolvers, WebSocket ' +
+        'gateway and microservice handlers.',
     );
   }
   return attempt;

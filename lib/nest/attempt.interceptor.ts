@@ -9,12 +9,16 @@ import { Observable } from 'rxjs';
 import type { Attempt } from '../core/attempt';
 import type { Decision } from '../core/decision';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
+import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
+import { contextRefusal } from './context-refusal.util';
 import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  requestField,
-  requestUserId,
-} from './http-request.util';
+  contextField,
+  contextRequest,
+  contextResponse,
+  contextUserId,
+  redlimitContextType,
+} from './execution-context.util';
+import type { HttpResponseLike } from './http-request.util';
 import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
@@ -27,10 +31,12 @@ import { RedlimitHttp } from './redlimit-http.service';
 
 /**
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
- * `@Attempt` parameter. It spends before the handler (refused → 429 or 503, and the handler never
- * runs), puts the `Attempt` on the request for the parameter, and settles once after the handler
- * returns, throws or is cancelled: refund when the handler called `attempt.refund()` or `refundOn`
- * says so, keep the cost otherwise. A settlement error is logged, never sent to the client.
+ * `@Attempt` parameter — HTTP routes, GraphQL resolvers, WebSocket gateway and microservice
+ * handlers. It spends before the handler (refused → 429 or 503 over HTTP, else the context's error
+ * of {@link contextRefusal}; the handler never runs), hands the `Attempt` to the parameter, and
+ * settles once after the handler returns, throws or is cancelled: refund when the handler called
+ * `attempt.refund()` or `refundOn` says so, keep the cost otherwise. A settlement error is logged,
+ * never sent to the client.
  *
  * Subclass it to change key resolution ({@link resolvePart}), refunds ({@link shouldRefund}) or
  * refusals ({@link throwRefusal}), and pass the subclass as `attemptInterceptor` to `forRoot`.
@@ -57,12 +63,15 @@ export class AttemptInterceptor implements NestInterceptor {
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    if (context.getType() !== 'http') return next.handle();
+    const type = redlimitContextType(context);
+    if (type === undefined) return next.handle();
     const { attempt: metadata } = readRedlimitMetadata(context.getHandler(), context.getClass());
     if (!metadata) return next.handle();
-    const request = context.switchToHttp().getRequest<HttpRequestLike & Record<symbol, unknown>>();
-    if (request[REQUEST_ATTEMPT] !== undefined) return next.handle(); // a second interceptor
-    const response = context.switchToHttp().getResponse<HttpResponseLike>();
+    const request =
+      type === 'http' ? context.switchToHttp().getRequest<Record<symbol, unknown>>() : undefined;
+    const begun = request ? request[REQUEST_ATTEMPT] : scopedAttempt(context.getArgs());
+    if (begun !== undefined) return next.handle(); // a second interceptor
+    const response = contextResponse(context);
     const limiter = this.registry.resolve(metadata.policy);
     const keys = await Promise.all(
       metadata.parts.map((part, i) => this.resolvePart(context, part, i)),
@@ -72,36 +81,38 @@ export class AttemptInterceptor implements NestInterceptor {
       attempt = await limiter.begin(keys, { cost: metadata.cost });
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
-        this.http.applyHeaders(response, error.decision, limiter.policy);
+        if (response) this.http.applyHeaders(response, error.decision, limiter.policy);
         this.throwRefusal(context, error.decision);
       }
       throw error;
     }
-    this.http.applyHeaders(response, attempt.decision, limiter.policy);
-    request[REQUEST_ATTEMPT] = attempt;
-    return settleAfter(next.handle(), (outcome) =>
-      this.settle(context, metadata, attempt, outcome),
-    );
+    if (response) this.http.applyHeaders(response, attempt.decision, limiter.policy);
+    if (request) request[REQUEST_ATTEMPT] = attempt;
+    const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
+    return settleAfter(handled, (outcome) => this.settle(context, metadata, attempt, outcome));
   }
 
   /**
    * The caller key of one part: `ip:<hash>`, `user:<hash>`, `<field>:<hash>` or, for a function
-   * part, `<function name or "part<index>">:<hash>`. Missing values map to `<name>:-`.
+   * part, `<function name or "part<index>">:<hash>`. Missing values map to `<name>:-`. Fields come
+   * from the HTTP body/params/query, the GraphQL arguments, the WebSocket message data or the
+   * microservice payload ({@link contextField}); `'user'` from {@link contextUserId}.
    */
   protected async resolvePart(
     context: ExecutionContext,
     part: AttemptPart,
     index: number,
   ): Promise<string> {
-    const request = context.switchToHttp().getRequest<HttpRequestLike>();
     if (typeof part === 'function') {
       const value = await part(context);
       const text = value === undefined || value === '' ? undefined : String(value);
       return this.http.attemptKey(part.name || `part${index}`, text);
     }
-    if (part === 'ip') return this.http.attemptKey('ip', this.http.clientIp(request));
-    if (part === 'user') return this.http.attemptKey('user', requestUserId(request));
-    return this.http.attemptKey(part, requestField(request, part));
+    if (part === 'ip') {
+      return this.http.attemptKey('ip', this.http.clientIp(contextRequest(context) ?? {}));
+    }
+    if (part === 'user') return this.http.attemptKey('user', contextUserId(context));
+    return this.http.attemptKey(part, contextField(context, part));
   }
 
   /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */
@@ -115,8 +126,12 @@ export class AttemptInterceptor implements NestInterceptor {
     return typeof refundOn === 'function' ? refundOn(outcome, context) : false;
   }
 
-  /** Throws the refusal: 429 with `Retry-After`, or 503 when the store failed (fail mode closed). */
+  /**
+   * Throws the refusal: over HTTP a 429 with `Retry-After`, or 503 when the store failed (fail
+   * mode closed); elsewhere the context's error ({@link contextRefusal}).
+   */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
+    if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);
     throw this.http.refuse(context.switchToHttp().getResponse<HttpResponseLike>(), decision);
   }
 

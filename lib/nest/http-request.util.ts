@@ -65,7 +65,7 @@ export function requestField(request: HttpRequestLike, name: string): string | u
     if (source === null || typeof source !== 'object') continue;
     if (!Object.prototype.hasOwnProperty.call(source, name)) continue;
     const value = (source as Record<string, unknown>)[name];
-    return scalar(value);
+    return scalarValue(value);
   }
   return undefined;
 }
@@ -75,10 +75,18 @@ export function requestUserId(request: HttpRequestLike): string | undefined {
   const user = request.user;
   if (user === null || typeof user !== 'object') return undefined;
   const { id, sub } = user as { id?: unknown; sub?: unknown };
-  return scalar(id) ?? scalar(sub);
+  return scalarValue(id) ?? scalarValue(sub);
 }
 
-function scalar(value: unknown): string | undefined {
+/**
+ * A request value as key material: strings as they are, finite numbers and bigints as text;
+ * anything else (arrays, objects, booleans, `null`) is missing.
+ *
+ * @example
+ * scalarValue(42); // '42'
+ * scalarValue(['a']); // undefined
+ */
+export function scalarValue(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value === 'bigint') return value.toString();

@@ -1,6 +1,7 @@
 /**
  * redlimit for NestJS: `RedlimitModule`, `LimiterRegistry`, `@Throttle` + `RedlimitGuard`,
- * `@Attempt` and the environment helper. Import from `redlimit/nest`; it also re-exports the
+ * `@Attempt` (on HTTP routes, GraphQL resolvers, WebSocket gateways and microservice handlers)
+ * and the environment helper. Import from `redlimit/nest`; it also re-exports the
  * core, so one import is enough. (`redlimit` alone is the framework-free core.)
  *
  * `Attempt` here is the parameter decorator and, as a type, the core `Attempt` it hands over.
@@ -11,10 +12,13 @@ export * from '../stores';
 export { Attempt } from './attempt.decorator';
 export * from './attempt.interceptor';
 export * from './client-ip.util';
+export * from './context-refusal.util';
+export * from './execution-context.util';
 export * from './key-hash.util';
 export * from './limiter.registry';
 export * from './options-from-env.util';
 export * from './policy-spec.util';
+export * from './rate-limit-graphql.error';
 export * from './rate-limit-headers.util';
 export * from './rate-limit.exception';
 export * from './redlimit-config.error';

@@ -62,6 +62,20 @@ export class RateLimitUnavailableException extends HttpException {
   }
 }
 
+/**
+ * The HTTP exception for a refused decision: 503 when the store failed and the policy fails
+ * closed, else 429 (also when the in-process fallback of fail mode memory refused: that is a
+ * budget answer).
+ *
+ * @example
+ * if (!decision.allowed) throw rateLimitHttpException(decision);
+ */
+export function rateLimitHttpException(decision: Decision): HttpException {
+  return decision.failure?.failMode === 'closed'
+    ? new RateLimitUnavailableException(decision)
+    : new RateLimitExceededException(decision);
+}
+
 function responseBody(
   decision: Decision,
   statusCode: number,

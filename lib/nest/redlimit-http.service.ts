@@ -10,7 +10,7 @@ import {
 } from './http-request.util';
 import { attemptKey } from './key-hash.util';
 import { rateLimitHeaders, retryAfterSeconds } from './rate-limit-headers.util';
-import { RateLimitExceededException, RateLimitUnavailableException } from './rate-limit.exception';
+import { rateLimitHttpException } from './rate-limit.exception';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-options.interface';
 
@@ -67,9 +67,7 @@ export class RedlimitHttp {
    */
   refuse(response: HttpResponseLike, decision: Decision): HttpException {
     setResponseHeader(response, 'Retry-After', String(retryAfterSeconds(decision.retryAfterMs)));
-    return decision.failure?.failMode === 'closed'
-      ? new RateLimitUnavailableException(decision)
-      : new RateLimitExceededException(decision);
+    return rateLimitHttpException(decision);
   }
 
   /** The caller key of an `@Attempt` part value, hashed with the module's `keySecret`. */

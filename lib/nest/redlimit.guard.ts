@@ -1,17 +1,30 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { Limiter } from '../core/limiter';
+import { contextRefusal } from './context-refusal.util';
+import {
+  contextRequest,
+  contextResponse,
+  contextRoute,
+  redlimitContextType,
+} from './execution-context.util';
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { LimiterRegistry } from './limiter.registry';
 import { REQUEST_THROTTLED } from './redlimit.constants';
 import { readRedlimitMetadata, type ThrottleMetadata } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
 
+/** Guard classes that charged a non-HTTP call, by the call's argument list. */
+const chargedCalls = new WeakMap<object, Set<unknown>>();
+
 /**
- * Enforces `@Throttle` (and, used as `APP_GUARD`, the module's `defaultPolicy` on every route
- * without `@Throttle` or `@SkipThrottle()`). Allowed requests get rate-limit headers; refused ones
- * a 429 with `Retry-After`; a store failure under fail mode `closed` a 503. Non-HTTP contexts
- * pass through.
+ * Enforces `@Throttle` (and, used as `APP_GUARD`, the module's `defaultPolicy` on every handler
+ * without `@Throttle` or `@SkipThrottle()`) on HTTP routes, GraphQL resolvers, WebSocket gateway
+ * handlers and microservice handlers. Over HTTP, allowed requests get rate-limit headers, refused
+ * ones a 429 with `Retry-After`, a store failure under fail mode `closed` a 503. A refused
+ * resolver throws a {@link RateLimitGraphQLError} (headers on the HTTP response when the GraphQL
+ * context has one), a gateway handler a `WsException`, a microservice handler an `RpcException`
+ * (see {@link contextRefusal}). Other context types pass through.
  *
  * Subclass it to change who is tracked ({@link getTracker}), the keys ({@link generateKeys}),
  * skipping ({@link shouldSkip}) or the refusal ({@link throwRefusal}).
@@ -45,7 +58,7 @@ export class RedlimitGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http') return true;
+    if (redlimitContextType(context) === undefined) return true;
     const throttle = this.throttleFor(context);
     if (!throttle || this.alreadyCharged(context) || (await this.shouldSkip(context))) return true;
     const limiter = this.registry.resolve(throttle.policy);
@@ -53,27 +66,36 @@ export class RedlimitGuard implements CanActivate {
       ? await throttle.key(context)
       : await this.generateKeys(context, await this.getTracker(context), limiter);
     const decision = await limiter.consume(keys, { cost: throttle.cost });
-    const response = context.switchToHttp().getResponse<HttpResponseLike>();
-    this.http.applyHeaders(response, decision, limiter.policy);
+    const response = contextResponse(context);
+    if (response) this.http.applyHeaders(response, decision, limiter.policy);
     if (decision.allowed) return true;
     return this.throwRefusal(context, decision);
   }
 
-  /** Who the request is charged to by default: the client IP. */
+  /**
+   * Who the call is charged to by default: the client IP — of the HTTP request (also the one
+   * carrying a GraphQL operation), of the WebSocket connection, of the microservice's TCP peer;
+   * `'unknown'` where the transport has no address.
+   */
   protected getTracker(context: ExecutionContext): string | Promise<string> {
-    return this.http.clientIp(context.switchToHttp().getRequest<HttpRequestLike>());
+    return this.http.clientIp(contextRequest(context) ?? {});
   }
 
   /**
-   * The caller keys of a request without a key function: method + route template + tracker, e.g.
-   * `GET /items/:id|ip:203.0.113.7` (the handler's class and method name when the adapter has no
-   * route template).
+   * The caller keys of a call without a key function: method + route template + tracker over
+   * HTTP, e.g. `GET /items/:id|ip:203.0.113.7` (the handler's class and method name when the
+   * adapter has no route template); elsewhere the context type + the GraphQL `Type.field` or the
+   * handler's `Class.method` + tracker: `graphql Mutation.signIn|ip:…`, `ws ChatGateway.send|ip:…`,
+   * `rpc MathController.sum|ip:…`.
    */
   protected generateKeys(
     context: ExecutionContext,
     tracker: string,
     _limiter: Limiter,
   ): string | string[] | Promise<string | string[]> {
+    const type = redlimitContextType(context);
+    if (type !== 'http')
+      return `${type ?? context.getType()} ${contextRoute(context)}|ip:${tracker}`;
     const request = context.switchToHttp().getRequest<HttpRequestLike>();
     const route =
       routeTemplate(request) ?? `${context.getClass().name}.${context.getHandler().name}`;
@@ -87,18 +109,30 @@ export class RedlimitGuard implements CanActivate {
     return false;
   }
 
-  /** Throws the refusal: 429 with `Retry-After`, or 503 when the store failed (fail mode closed). */
+  /**
+   * Throws the refusal: over HTTP a 429 with `Retry-After`, or 503 when the store failed (fail
+   * mode closed); elsewhere the context's error ({@link contextRefusal}).
+   */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
+    if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);
     throw this.http.refuse(context.switchToHttp().getResponse<HttpResponseLike>(), decision);
   }
 
   /**
-   * True when this guard class already charged the request (e.g. it is both `APP_GUARD` and in
-   * `@UseGuards`): a request is charged once per guard class.
+   * True when this guard class already charged the call (e.g. it is both `APP_GUARD` and in
+   * `@UseGuards`): an HTTP request, a resolver call, a message is charged once per guard class.
    */
   private alreadyCharged(context: ExecutionContext): boolean {
-    const request = context.switchToHttp().getRequest<Record<symbol, Set<unknown> | undefined>>();
-    const charged = (request[REQUEST_THROTTLED] ??= new Set());
+    let charged: Set<unknown>;
+    if (redlimitContextType(context) === 'http') {
+      const request = context.switchToHttp().getRequest<Record<symbol, Set<unknown> | undefined>>();
+      charged = request[REQUEST_THROTTLED] ??= new Set();
+    } else {
+      // Every guard of one call sees the same argument list; a GraphQL request runs many calls.
+      const args = context.getArgs();
+      charged = chargedCalls.get(args) ?? new Set();
+      chargedCalls.set(args, charged);
+    }
     if (charged.has(this.constructor)) return true;
     charged.add(this.constructor);
     return false;

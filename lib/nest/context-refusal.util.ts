@@ -1,0 +1,64 @@
+import type { ExecutionContext } from '@nestjs/common';
+import type { Decision } from '../core/decision';
+import { contextResponse, redlimitContextType } from './execution-context.util';
+import { setResponseHeader } from './http-request.util';
+import { RateLimitGraphQLError, rateLimitErrorPayload } from './rate-limit-graphql.error';
+import { rateLimitHttpException } from './rate-limit.exception';
+import { retryAfterSeconds } from './rate-limit-headers.util';
+
+type ContextErrorClass = new (error: object) => Error;
+
+const optionalClasses = new Map<string, ContextErrorClass | undefined>();
+
+/**
+ * The error a refused GraphQL resolver, WebSocket handler or microservice handler throws:
+ *
+ * - HTTP: the 429 or 503 of {@link rateLimitHttpException}, with `Retry-After` set.
+ * - GraphQL: a {@link RateLimitGraphQLError} (`extensions.code` `RATE_LIMITED`, `retryAfterMs`);
+ *   `Retry-After` is set on the HTTP response when the GraphQL context has one.
+ * - WebSocket: a `WsException` whose error is a {@link RateLimitErrorPayload}.
+ * - RPC: an `RpcException` whose error is a {@link RateLimitErrorPayload}.
+ *
+ * `WsException` and `RpcException` are loaded from `@nestjs/websockets` and
+ * `@nestjs/microservices` only when such a handler is refused: an app with gateways or
+ * microservices has them installed, and redlimit/nest needs neither.
+ *
+ * @example
+ * if (!decision.allowed) throw contextRefusal(context, decision);
+ */
+export function contextRefusal(context: ExecutionContext, decision: Decision): Error {
+  const type = redlimitContextType(context);
+  if (type === 'ws' || type === 'rpc') {
+    const payload = rateLimitErrorPayload(decision);
+    const ErrorClass =
+      type === 'ws'
+        ? optionalClass('@nestjs/websockets', 'WsException')
+        : optionalClass('@nestjs/microservices', 'RpcException');
+    if (ErrorClass) return new ErrorClass(payload);
+    return Object.assign(new Error(payload.message), { error: payload, getError: () => payload });
+  }
+  const response = contextResponse(context);
+  if (response) {
+    setResponseHeader(response, 'Retry-After', String(retryAfterSeconds(decision.retryAfterMs)));
+  }
+  return type === 'graphql'
+    ? new RateLimitGraphQLError(decision)
+    : rateLimitHttpException(decision);
+}
+
+/** An exported class of an optional package, or `undefined` when it is not installed. */
+function optionalClass(pkg: string, name: string): ContextErrorClass | undefined {
+  const key = `${pkg}#${name}`;
+  if (!optionalClasses.has(key)) {
+    let found: ContextErrorClass | undefined;
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const exported = (require(pkg) as Record<string, unknown>)[name];
+      if (typeof exported === 'function') found = exported as ContextErrorClass;
+    } catch {
+      found = undefined;
+    }
+    optionalClasses.set(key, found);
+  }
+  return optionalClasses.get(key);
+}
