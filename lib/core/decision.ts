@@ -88,3 +88,29 @@ export interface Decision {
   /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */
   readonly receipt: Receipt;
 }
+
+/**
+ * The outcome of {@link Limiter.consumeAll} (or {@link Limiter.peekAll}): several policies decided
+ * as one. Allowed only if every part allowed; a refusal spent nothing on any part.
+ *
+ * @example
+ * const stacked = await Limiter.consumeAll([
+ *   { limiter: perIp, keys: `ip:${ip}` },
+ *   { limiter: plan, keys: `key:${apiKeyHash}` },
+ *   { limiter: exports, keys: `key:${apiKeyHash}` },
+ * ]);
+ * if (!stacked.allowed) reply429(stacked.refusedBy!.policy, stacked.retryAfterMs);
+ */
+export interface StackedDecision {
+  /** Whether every part allowed (and, for `consumeAll`, every part was charged). */
+  readonly allowed: boolean;
+  /**
+   * One decision per part, in the order given. Each carries the stack's `allowed` and its own
+   * receipt; a part that fitted although another refused has `retryAfterMs` 0 and no `blockedBy`.
+   */
+  readonly decisions: readonly Decision[];
+  /** For a refusal, the part that refused: the longest wait (ties: the first part). */
+  readonly refusedBy?: Decision;
+  /** 0 when allowed, else the refusing part's `retryAfterMs`. */
+  readonly retryAfterMs: number;
+}

@@ -1,7 +1,7 @@
 import { MemoryStore } from '../stores/memory.store';
-import type { Store, SpendRequest, SpendResult } from '../stores/store.interface';
+import type { Store, SpendRequest, SpendResult, StackResult } from '../stores/store.interface';
 import { Attempt } from './attempt';
-import type { Decision, Receipt, StoreFailure } from './decision';
+import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { monotonicNow } from './clock.util';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
@@ -16,6 +16,16 @@ import {
 /** Per-call options of {@link Limiter.consume} and friends. */
 export interface ConsumeOptions {
   /** Units to charge on every key: a whole number from 1 to the policy's smallest limit. Default 1. */
+  readonly cost?: number;
+}
+
+/** One part of a stacked decision ({@link Limiter.consumeAll}): a policy and its keys. */
+export interface StackPart {
+  /** The policy, as a limiter. Every part of one stack must use the same store. */
+  readonly limiter: Limiter;
+  /** Caller keys for this policy: a string or a non-empty array of strings. */
+  readonly keys: Keys;
+  /** Units to charge on every key of this part (default 1), as in {@link Limiter.consume}. */
   readonly cost?: number;
 }
 
@@ -45,6 +55,9 @@ export interface LimiterOptions {
 
 /** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
 const settledReceipts = new WeakSet<Receipt>();
+
+/** Which limiter made each part of a stacked decision, for {@link Limiter.refundAll}. */
+const stackOwners = new WeakMap<Decision, Limiter>();
 
 /**
  * Applies one policy to caller keys on a store. Every call is one atomic store operation over all
@@ -79,7 +92,8 @@ export class Limiter {
    * @throws TypeError / RangeError naming what is wrong with the policy
    */
   constructor(
-    private readonly store: Store,
+    /** Where this limiter's budget lives. */
+    readonly store: Store,
     policy: PolicyOptions,
     private readonly options: LimiterOptions = {},
   ) {
@@ -144,6 +158,136 @@ export class Limiter {
     }
     await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
     return true;
+  }
+
+  /**
+   * Several policies as one decision: checks every limit of every part on its keys and, only if
+   * all allow, charges every part (one script run on Redis; slot groups with compensation on
+   * Cluster). A refusal spends nothing anywhere and names the part that refused. Every limiter
+   * must use the same store; the same policy and key may not appear in two parts. The wait for
+   * the store is the shortest `timeoutMs` of the limiters; when the store fails, each part
+   * follows its own fail mode and the stack is allowed only if every part then is.
+   *
+   * @throws TypeError / RangeError naming the bad part, before the store is touched
+   */
+  static async consumeAll(parts: readonly StackPart[]): Promise<StackedDecision> {
+    return Limiter.decideAll(parts, true, 'consumeAll');
+  }
+
+  /** What {@link Limiter.consumeAll} with the same parts would decide now; writes nothing. */
+  static async peekAll(parts: readonly StackPart[]): Promise<StackedDecision> {
+    return Limiter.decideAll(parts, false, 'peekAll');
+  }
+
+  /**
+   * Gives back every part of a stacked spend ({@link Limiter.consumeAll}), each by its receipt and
+   * at most once, as {@link Limiter.refund} does. Parts are refunded independently: one that fails
+   * keeps its cost (the safe side) and the error is thrown after the others were tried.
+   *
+   * @returns whether any refund was sent
+   */
+  static async refundAll(stacked: StackedDecision): Promise<boolean> {
+    if (!stacked || typeof stacked !== 'object' || !isList(stacked.decisions)) {
+      throw new TypeError('refundAll() takes the StackedDecision consumeAll() returned');
+    }
+    const owners = stacked.decisions.map((decision) => {
+      const owner = stackOwners.get(decision);
+      if (!owner)
+        throw new TypeError('refundAll() takes the StackedDecision consumeAll() returned');
+      return owner;
+    });
+    const settled = await Promise.allSettled(
+      stacked.decisions.map((decision, i) => owners[i]!.refund(decision)),
+    );
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw asError(failed.reason);
+    return settled.some((s) => s.status === 'fulfilled' && s.value);
+  }
+
+  private static async decideAll(
+    parts: readonly StackPart[],
+    spend: boolean,
+    caller: string,
+  ): Promise<StackedDecision> {
+    if (!isList(parts) || parts.length === 0) {
+      throw new TypeError(`${caller}() needs a non-empty array of { limiter, keys, cost? }`);
+    }
+    const first = parts[0]?.limiter;
+    const seen = new Set<string>();
+    let timeoutMs = Infinity;
+    const requests = parts.map((part, i) => {
+      if (!part || !(part.limiter instanceof Limiter)) {
+        throw new TypeError(`${caller}(): part ${i} needs a Limiter as 'limiter'`);
+      }
+      if (part.limiter.store !== first!.store) {
+        throw new TypeError(
+          `${caller}(): part ${i} ('${part.limiter.policy.name}') uses another store than part 0; ` +
+            'a stack is one decision on one store',
+        );
+      }
+      const request = part.limiter.request(part.keys, { cost: part.cost });
+      for (const key of request.keys) {
+        const pair = `${request.policy}\u0000${key}`;
+        if (seen.has(pair)) {
+          throw new RangeError(
+            `${caller}(): policy '${request.policy}' is given key ${JSON.stringify(key)} in two parts; ` +
+              'merge them into one part',
+          );
+        }
+        seen.add(pair);
+      }
+      timeoutMs = Math.min(timeoutMs, part.limiter.timeoutMs);
+      return request;
+    });
+    const store = first!.store as Required<Store>;
+    if (typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function') {
+      throw new TypeError(`${caller}(): the store does not implement consumeStack/peekStack`);
+    }
+    const deadlineAt = monotonicNow() + timeoutMs;
+    const stack = requests.map((request) => ({ ...request, deadlineAt }));
+    const limiters = parts.map((part) => part.limiter);
+    let decisions: Decision[];
+    try {
+      const pending: Promise<StackResult> = spend
+        ? store.consumeStack(stack)
+        : store.peekStack(stack);
+      const result = await withTimeout(pending, timeoutMs, (late) => {
+        // The caller was already answered without these spends: give them back.
+        if (spend && late.allowed) {
+          late.results.forEach((r, i) => limiters[i]!.refundLate(stack[i]!, r));
+        }
+      });
+      decisions = result.results.map((r, i) => limiters[i]!.toDecision(stack[i]!, r, spend));
+    } catch (error) {
+      decisions = await Promise.all(limiters.map((l, i) => l.failed(stack[i]!, spend, error)));
+      if (!decisions.every((d) => d.allowed)) {
+        // Parts that the fallback charged are given back: a stack spends on all parts or none.
+        decisions = await Promise.all(
+          decisions.map(async (d, i) => {
+            if (!d.receipt.spent) return d;
+            await limiters[i]!.refund(d).catch(() => undefined);
+            return Object.freeze({
+              ...d,
+              allowed: false,
+              receipt: Object.freeze({ ...d.receipt, cost: 0, spent: false }),
+            });
+          }),
+        );
+      }
+    }
+    decisions.forEach((d, i) => stackOwners.set(d, limiters[i]!));
+    const allowed = decisions.every((d) => d.allowed);
+    let refusedBy: Decision | undefined;
+    for (const d of decisions) {
+      if (d.allowed || (d.blockedBy === undefined && d.failure === undefined)) continue;
+      if (!refusedBy || d.retryAfterMs > refusedBy.retryAfterMs) refusedBy = d;
+    }
+    return Object.freeze({
+      allowed,
+      decisions: Object.freeze(decisions),
+      ...(refusedBy && { refusedBy }),
+      retryAfterMs: allowed ? 0 : (refusedBy?.retryAfterMs ?? 0),
+    });
   }
 
   /**
@@ -373,4 +517,9 @@ function asError(error: unknown): Error {
 
 function isDecision(target: Decision | Receipt): target is Decision {
   return typeof target === 'object' && target !== null && 'receipt' in target;
+}
+
+/** Array.isArray without widening a readonly array's element type to `any`. */
+function isList(value: unknown): value is readonly unknown[] {
+  return Array.isArray(value);
 }

@@ -13,6 +13,7 @@ import type {
   ResetRequest,
   SpendRequest,
   SpendResult,
+  StackResult,
   Store,
 } from './store.interface';
 
@@ -92,6 +93,14 @@ export class MemoryStore implements Store {
     return Promise.resolve(this.decide(request, false));
   }
 
+  consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    return Promise.resolve(this.decideStack(requests, true));
+  }
+
+  peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    return Promise.resolve(this.decideStack(requests, false));
+  }
+
   refund(request: RefundRequest): Promise<void> {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
@@ -147,12 +156,54 @@ export class MemoryStore implements Store {
   }
 
   private decide(request: SpendRequest, spend: boolean): SpendResult {
-    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
+    return this.decideStack([request], spend).results[0]!;
+  }
+
+  /** Evaluates every request before writing anything; charges all of them only if all fit. */
+  private decideStack(requests: readonly SpendRequest[], spend: boolean): StackResult {
     const now = this.now();
     const spendId = spend ? nextSpendId() : undefined;
+    const parts = requests.map((request) => this.evaluate(request, now, spendId));
+    let refusingIndex = -1;
+    parts.forEach((part, r) => {
+      // The longest wait refuses; ties go to the first request.
+      if (
+        !part.fits &&
+        (refusingIndex < 0 || part.retryAfterMs > parts[refusingIndex]!.retryAfterMs)
+      )
+        refusingIndex = r;
+    });
+    const allowed = refusingIndex < 0;
+    const results = parts.map((part, r): SpendResult => {
+      let resetAfterMs = 0;
+      for (const { name, evaluation } of part.pairs) {
+        resetAfterMs = Math.max(resetAfterMs, evaluation.resetMs(allowed));
+        if (allowed && spend) {
+          const { state, expiresAt } = evaluation.next();
+          this.entries.set(name, { value: state, expiresAt });
+        }
+      }
+      return {
+        allowed,
+        remaining: allowed ? part.remaining - requests[r]!.cost : part.remaining,
+        limitIndex: part.fits ? part.limitIndex : part.blockedLimitIndex,
+        retryAfterMs: part.fits ? 0 : part.retryAfterMs,
+        resetAfterMs,
+        blockedKeyIndex: part.fits ? -1 : part.blockedKeyIndex,
+        at: now,
+        ...(spendId !== undefined && allowed && { spendId }),
+      };
+    });
+    if (allowed && spend) this.sweep(now, false);
+    return { allowed, refusingIndex, results };
+  }
+
+  /** Every limit of one request on each of its keys, against the state before this call. */
+  private evaluate(request: SpendRequest, now: number, spendId: string | undefined) {
+    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const context = { cost: request.cost, now, spendId };
     const pairs: Array<{ name: string; evaluation: PairEvaluation<unknown> }> = [];
-    let allowed = true;
+    let fits = true;
     let remaining = Infinity;
     let limitIndex = 0;
     let retryAfterMs = 0;
@@ -164,7 +215,7 @@ export class MemoryStore implements Store {
         const evaluation = algorithm.evaluate(this.read(name, algorithm, now), rule, context);
         pairs.push({ name, evaluation });
         if (!evaluation.fits) {
-          allowed = false;
+          fits = false;
           if (evaluation.waitMs > retryAfterMs || blockedKeyIndex < 0) {
             retryAfterMs = evaluation.waitMs;
             blockedKeyIndex = k;
@@ -177,32 +228,7 @@ export class MemoryStore implements Store {
         }
       }),
     );
-    let resetAfterMs = 0;
-    for (const { name, evaluation } of pairs) {
-      resetAfterMs = Math.max(resetAfterMs, evaluation.resetMs(allowed));
-      if (allowed && spend) {
-        const { state, expiresAt } = evaluation.next();
-        this.entries.set(name, { value: state, expiresAt });
-      }
-    }
-    if (allowed && spend) this.sweep(now, false);
-    if (allowed) {
-      retryAfterMs = 0;
-      blockedKeyIndex = -1;
-      remaining -= request.cost;
-    } else {
-      limitIndex = blockedLimitIndex;
-    }
-    return {
-      allowed,
-      remaining,
-      limitIndex,
-      retryAfterMs,
-      resetAfterMs,
-      blockedKeyIndex,
-      at: now,
-      ...(spendId !== undefined && allowed && { spendId }),
-    };
+    return { pairs, fits, remaining, limitIndex, retryAfterMs, blockedKeyIndex, blockedLimitIndex };
   }
 
   private read(name: string, algorithm: MemoryAlgorithm<unknown>, now: number): unknown {

@@ -12,6 +12,7 @@ import type {
   ResetRequest,
   SpendRequest,
   SpendResult,
+  StackResult,
   Store,
 } from './store.interface';
 
@@ -38,11 +39,17 @@ export interface RedisStoreOptions {
 type ScriptReply = [number, number, number, number, number, number, number, number];
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
+/** A script's answer for one request, with what merging slot groups needs. */
+type GroupResult = SpendResult & { readonly resetIfUnspentMs: number };
+
 /** A slot group's own answer, with the indices (into the request's keys) it covered. */
 interface PartResult {
   readonly indices: readonly number[];
-  readonly result: SpendResult & { readonly resetIfUnspentMs: number };
+  readonly result: GroupResult;
 }
+
+/** One slot group of a stack: per request, the indices of its keys in that slot (maybe none). */
+type StackGroup = ReadonlyArray<readonly number[]>;
 
 /**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
@@ -138,6 +145,53 @@ export class RedisStore implements Store {
     return merge(request, parts);
   }
 
+  async consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    const spendId = nextSpendId();
+    const groups = this.stackGroups(requests);
+    if (groups.length === 1) return this.decideStack(requests, true, spendId);
+    const charged: Array<{ group: StackGroup; results: readonly GroupResult[] }> = [];
+    for (const [g, group] of groups.entries()) {
+      let answer;
+      try {
+        answer = await this.decideStack(narrow(requests, group), true, spendId);
+      } catch (error) {
+        await this.compensateStack(requests, charged, spendId);
+        throw error;
+      }
+      const { results } = answer;
+      if (!answer.allowed) {
+        await this.compensateStack(requests, charged, spendId);
+        const later = groups.slice(g + 1);
+        const peeks = await Promise.all(
+          later.map(async (rest) => ({
+            group: rest,
+            results: (await this.decideStack(narrow(requests, rest), false)).results,
+          })),
+        ).catch(() => []);
+        return mergeStack(requests, [...charged, { group, results }, ...peeks], false);
+      }
+      charged.push({ group, results });
+    }
+    const merged = mergeStack(requests, charged, true);
+    return { ...merged, results: merged.results.map((r) => ({ ...r, spendId })) };
+  }
+
+  async peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    const groups = this.stackGroups(requests);
+    if (groups.length === 1) return this.decideStack(requests, false);
+    const parts = await Promise.all(
+      groups.map(async (group) => ({
+        group,
+        results: (await this.decideStack(narrow(requests, group), false)).results,
+      })),
+    );
+    return mergeStack(
+      requests,
+      parts,
+      parts.every(({ results }) => results.every((r) => r.allowed)),
+    );
+  }
+
   async refund(request: RefundRequest): Promise<void> {
     await Promise.all(
       this.slotGroups(request).map((indices) => {
@@ -191,6 +245,36 @@ export class RedisStore implements Store {
       else bySlot.set(slot, [i]);
     }
     return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+  }
+
+  /** Every (request, key) of a stack grouped by Cluster slot, in slot order (one group otherwise). */
+  private stackGroups(requests: readonly SpendRequest[]): StackGroup[] {
+    const all = requests.map((r) => r.keys.map((_, i) => i));
+    if (!this.cluster) return [all];
+    const bySlot = new Map<number, number[][]>();
+    requests.forEach((request, r) =>
+      request.keys.forEach((key, i) => {
+        const slot = clusterSlot(storageKey(this.prefix, key, request.policy, 0));
+        let group = bySlot.get(slot);
+        if (!group) bySlot.set(slot, (group = requests.map(() => [])));
+        group[r]!.push(i);
+      }),
+    );
+    return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+  }
+
+  private async compensateStack(
+    requests: readonly SpendRequest[],
+    charged: ReadonlyArray<{ group: StackGroup; results: readonly GroupResult[] }>,
+    spendId: string,
+  ): Promise<void> {
+    // A refund that fails leaves a charge in place: the safe side, never extra budget.
+    await Promise.allSettled(
+      charged.flatMap(({ group, results }) => {
+        const parts = narrow(requests, group);
+        return parts.map((request, n) => this.refundPart(request, results[n]!.at, spendId, false));
+      }),
+    );
   }
 
   private async compensate(
@@ -284,6 +368,67 @@ export class RedisStore implements Store {
     };
   }
 
+  /** One stack/consume run over the requests (all in one slot on Cluster). */
+  private async decideStack(
+    requests: readonly SpendRequest[],
+    spend: boolean,
+    spendId?: string,
+    retried = false,
+  ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
+    const deadlineAt = earliest(requests);
+    const deadline = !spend
+      ? ''
+      : (this.knownDeadline(deadlineAt) ?? (await this.deadline(deadlineAt)));
+    const keys: string[] = [];
+    const args: Array<string | number> = [
+      this.now(),
+      this.expiryOffsetMs,
+      0,
+      spend ? '1' : '0',
+      spendId ?? '',
+      deadline,
+      requests.length,
+    ];
+    for (const request of requests) {
+      for (const key of storageKeys(
+        this.prefix,
+        request.keys,
+        request.policy,
+        request.limits.length,
+      ))
+        keys.push(key);
+      args.push(request.algorithm, request.cost, request.keys.length, ...limitArgs(request));
+    }
+    const sentAt = monotonicNow();
+    const reply = (await this.run('stack/consume', keys, args)) as number[];
+    if (reply[0] === -1) {
+      const receivedAt = monotonicNow();
+      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]!);
+      const inTime = deadlineAt !== undefined && receivedAt < deadlineAt;
+      if (inTime && !retried && !this.clock)
+        return this.decideStack(requests, spend, spendId, true);
+      throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
+    }
+    const allowed = reply[0] === 1;
+    const at = reply[2]!;
+    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), at);
+    const results = requests.map((_, n): GroupResult => {
+      const o = 3 + 6 * n;
+      return {
+        allowed,
+        remaining: reply[o]!,
+        limitIndex: reply[o + 1]! - 1,
+        retryAfterMs: reply[o + 2]!,
+        resetAfterMs: reply[o + 3]!,
+        blockedKeyIndex: reply[o + 4]! - 1,
+        at,
+        resetIfUnspentMs: reply[o + 5]!,
+        ...(spendId !== undefined && allowed && { spendId }),
+      };
+    });
+    return { allowed, refusingIndex: reply[1]! - 1, results };
+  }
+
   /**
    * The caller's deadline on the script's clock. With Redis TIME: through the measured offset (the
    * first spend measures it; if that takes too long, the deadline has simply passed). With a
@@ -361,8 +506,11 @@ function part<R extends { readonly keys: readonly string[] }>(
  * One answer from the answers of several slot groups, as if one script had seen every key: all
  * must allow; the least room binds; the longest wait refuses; instants are kept per key.
  */
-function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult {
-  const allowed = parts.every(({ result }) => result.allowed);
+function merge(
+  request: SpendRequest,
+  parts: readonly PartResult[],
+  allowed = parts.every(({ result }) => result.allowed),
+): SpendResult {
   let room = Infinity;
   let bindingLimit = 0;
   let refusal: { wait: number; key: number; limit: number } | undefined;
@@ -374,7 +522,7 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
       room = partRoom;
       bindingLimit = result.limitIndex;
     }
-    if (!result.allowed) {
+    if (!result.allowed && result.blockedKeyIndex >= 0) {
       // The longest wait refuses; on a tie, the key named first (as one script would choose).
       const key = indices[result.blockedKeyIndex]!;
       const wait = result.retryAfterMs;
@@ -388,7 +536,7 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
   }
   return {
     allowed,
-    remaining: refusal ? room : room - request.cost, // a refusal spends nothing
+    remaining: allowed ? room - request.cost : room, // a refusal spends nothing
     limitIndex: refusal ? refusal.limit : bindingLimit, // the refusing limit binds
     retryAfterMs: refusal?.wait ?? 0,
     resetAfterMs,
@@ -399,6 +547,51 @@ function merge(request: SpendRequest, parts: readonly PartResult[]): SpendResult
 }
 
 /** Script errors a user can act on get a message that says what to do. */
+/** The requests of a stack, each narrowed to the keys one slot group holds (empty ones dropped). */
+function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequest[] {
+  const out: SpendRequest[] = [];
+  requests.forEach((request, r) => {
+    if (group[r]!.length > 0) out.push(part(request, group[r]!));
+  });
+  return out;
+}
+
+/** The earliest deadline of a stack's requests. */
+function earliest(requests: readonly SpendRequest[]): number | undefined {
+  let at: number | undefined;
+  for (const { deadlineAt } of requests) {
+    if (deadlineAt !== undefined && (at === undefined || deadlineAt < at)) at = deadlineAt;
+  }
+  return at;
+}
+
+/** One stack answer from the answers of its slot groups, as if one script had seen every key. */
+function mergeStack(
+  requests: readonly SpendRequest[],
+  groups: ReadonlyArray<{ group: StackGroup; results: readonly GroupResult[] }>,
+  allowed: boolean,
+): StackResult {
+  const perRequest: PartResult[][] = requests.map(() => []);
+  for (const { group, results } of groups) {
+    let n = 0;
+    requests.forEach((_, r) => {
+      if (group[r]!.length > 0) perRequest[r]!.push({ indices: group[r]!, result: results[n++]! });
+    });
+  }
+  let refusingIndex = -1;
+  let refusingWait = 0;
+  const results = requests.map((request, r) => {
+    const merged = merge(request, perRequest[r]!, allowed);
+    // The longest wait refuses; ties go to the first request (as the script chooses).
+    if (merged.blockedKeyIndex >= 0 && (refusingIndex < 0 || merged.retryAfterMs > refusingWait)) {
+      refusingIndex = r;
+      refusingWait = merged.retryAfterMs;
+    }
+    return merged;
+  });
+  return { allowed, refusingIndex, results };
+}
+
 /** Redis did not have the script: it did not run, so sending it again cannot spend twice. */
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');

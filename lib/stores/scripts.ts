@@ -16,8 +16,8 @@ export interface ScriptSource {
   readonly lua: string;
 }
 
-/** Which script: an algorithm's `consume` or `refund`, or the shared `reset`. */
-export type ScriptId = `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset';
+/** Which script: an algorithm's `consume` or `refund`, the shared `reset`, or `stack/consume` (several policies as one decision). */
+export type ScriptId = `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset' | 'stack/consume';
 
 const cache = new Map<ScriptId, ScriptSource>();
 

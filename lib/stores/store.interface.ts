@@ -41,6 +41,22 @@ export interface SpendResult {
   readonly atByKey?: readonly number[];
 }
 
+/**
+ * A store's answer to several requests decided as one ({@link Store.consumeStack}): every limit of
+ * every request was checked before anything was written, and either all were charged or none.
+ */
+export interface StackResult {
+  /** True when every limit of every request allowed (and, for `consumeStack`, all were charged). */
+  readonly allowed: boolean;
+  /** Index of the request that refused (the longest wait; ties to the first), or -1. */
+  readonly refusingIndex: number;
+  /**
+   * One answer per request, in order. `allowed` is the stack's; a request that fitted although
+   * another refused has `retryAfterMs` 0, `blockedKeyIndex` -1 and `remaining` as before the call.
+   */
+  readonly results: readonly SpendResult[];
+}
+
 /** Returns what one earlier spend took, to the windows it was taken from. */
 export interface RefundRequest extends SpendRequest {
   /** `at` of the spend being refunded. */
@@ -73,6 +89,15 @@ export interface Store {
   consume(request: SpendRequest): Promise<SpendResult>;
   /** What `consume` would answer now; writes nothing. */
   peek(request: SpendRequest): Promise<SpendResult>;
+  /**
+   * Checks every limit of every request on its keys and, only if all allow, charges all of them:
+   * several policies as one decision. No stored key may appear in two requests (the same policy
+   * and caller key twice); the caller checks that. Optional for stores written before stacks:
+   * without it, stacked decisions (`consumeAll`) are refused with a clear error.
+   */
+  consumeStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
+  /** What `consumeStack` would answer now; writes nothing. */
+  peekStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
   /** Gives back exactly what the spend at `request.at` took; never creates budget or keys. */
   refund(request: RefundRequest): Promise<void>;
   /** Deletes the policy's state for the keys. */

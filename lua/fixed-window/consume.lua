@@ -10,32 +10,5 @@ start (when Redis checks expiry) and the TIME reading.
 KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used).
 ]]
 --#include lib/prelude.lua
-
-local function evaluate(key, limit, window)
-  local windowEnd = (math.floor(now / window) + 1) * window
-  local count = 0
-  if rcall('PEXPIRETIME', key) == windowEnd + offset then
-    count = tonumber(rcall('GET', key)) or 0
-  end
-  return {
-    fits = count + cost <= limit,
-    room = limit - count,
-    wait = windowEnd - now,
-    reset = function(spent)
-      if spent or count > 0 then return windowEnd - now end
-      return 0
-    end,
-    count = count,
-    expireAt = windowEnd + offset,
-  }
-end
-
-local function commit(key, ev)
-  if ev.count == 0 then
-    rcall('SET', key, cost, 'PXAT', ev.expireAt)
-  else
-    rcall('INCRBY', key, cost)
-  end
-end
-
+--#include fixed-window/model.lua
 --#include lib/consume-frame.lua

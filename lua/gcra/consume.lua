@@ -9,6 +9,5 @@ expires at the theoretical arrival time, when the allowance is whole again.
 KEYS, ARGV and the reply: see lib/consume-frame.lua.
 ]]
 --#include lib/prelude.lua
---#include lib/gcra-state.lua
---#include lib/bucket.lua
+--#include gcra/model.lua
 --#include lib/consume-frame.lua

@@ -153,6 +153,51 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     });
   });
 
+  it('a stack of every algorithm touches only declared keys, in one script run per decision', async () => {
+    const clock = new TestClock();
+    const store = new RedisStore({ client, prefix: 'declared:stack:', clock: clock.read });
+    const limiters = ALGORITHMS.map(
+      (algorithm) =>
+        new Limiter(store, {
+          name: algorithm,
+          algorithm,
+          limits: [
+            { limit: 3, window: '1m' },
+            { limit: 5, window: '1h' },
+          ],
+        }),
+    );
+    const parts = limiters.map((limiter, i) => ({
+      limiter,
+      keys: i % 2 ? ['ip:1', 'email:x'] : 'ip:1',
+      cost: 1 + (i % 2),
+    }));
+    await Limiter.peekAll(parts); // loads the script
+    const { runs, commands } = await watch(async () => {
+      const first = await Limiter.consumeAll(parts);
+      await Limiter.consumeAll(parts);
+      await Limiter.consumeAll(parts); // refused
+      await Limiter.peekAll(parts);
+      await Limiter.refundAll(first);
+    });
+    // 3 consumeAll + 1 peekAll, one round trip each; then one refund script run per part (a
+    // refund script may first meet NOSCRIPT here: an earlier test flushed the scripts).
+    expect(commands.slice(0, 4)).toEqual(['evalsha', 'evalsha', 'evalsha', 'evalsha']);
+    expect(runs.slice(4).filter((run) => run.touched.length > 0)).toHaveLength(limiters.length);
+    for (const run of runs) {
+      for (const { keys } of run.touched) {
+        for (const key of keys) expect(run.declared).toContain(key);
+      }
+    }
+    const written = runs
+      .slice(0, 2)
+      .flatMap((r) => r.touched.filter((t) => ['set', 'incrby', 'zadd'].includes(t.command)));
+    expect(written.length).toBeGreaterThanOrEqual(limiters.length * 2);
+    expect(runs[2]!.touched.some((t) => ['set', 'incrby', 'zadd', 'del'].includes(t.command))).toBe(
+      false,
+    ); // the refusal wrote nothing
+  });
+
   it('reset deletes exactly the keys of that policy and those caller keys, in one script run', async () => {
     const store = new RedisStore({ client, prefix: 'reset:' });
     const limiter = new Limiter(store, {

@@ -1,0 +1,45 @@
+--[[
+sliding-log/model.lua: evaluate(key, limit, window, burst) and commit(key, ev, limit, window, burst)
+for sliding-log, as lib/consume-frame.lua and lib/stack-frame.lua call them. Reads the prelude's
+now, offset, cost and spendId (cost is set per part by the stack frame). Included by
+sliding-log/consume.lua and stack/consume.lua; see consume.lua for the stored state.
+]]
+local function evaluate(key, limit, window)
+  local since = '(' .. string.format('%d', now - window)
+  local count = rcall('ZCOUNT', key, since, '+inf')
+  local fits = count + cost <= limit
+  local wait = 0
+  if not fits then
+    -- The (count + cost - limit)-th oldest counted member must leave the window first.
+    local oldest = rcall('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
+    wait = tonumber(oldest[2]) + window - now
+  end
+  return {
+    fits = fits,
+    room = limit - count,
+    wait = wait,
+    reset = function(spent)
+      if spent then return window end
+      if count == 0 then return 0 end
+      local newest = rcall('ZREVRANGEBYSCORE', key, '+inf', since, 'WITHSCORES', 'LIMIT', 0, 1)
+      return tonumber(newest[2]) + window - now
+    end,
+  }
+end
+
+local function commit(key, ev, limit, window)
+  rcall('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+  if cost == 1 then
+    rcall('ZADD', key, now, spendId)
+  else
+    for first = 1, cost, 100 do
+      local args = {}
+      for n = first, math.min(cost, first + 99) do
+        args[#args + 1] = now
+        args[#args + 1] = spendId .. '.' .. n
+      end
+      rcall('ZADD', key, unpack(args))
+    end
+  end
+  rcall('PEXPIREAT', key, now + window + offset)
+end
