@@ -27,6 +27,7 @@ export * from './redlimit-http.service';
 export * from './redlimit-options.interface';
 export * from './redlimit.constants';
 export * from './redlimit.guard';
+export * from './redlimit.health';
 export * from './redlimit.metadata';
 export type { RedlimitModuleExtras } from './redlimit.module-definition';
 export * from './redlimit.module';

@@ -1,0 +1,118 @@
+import { parseArgs } from 'node:util';
+import { usageError } from './cli.error';
+
+/** The commands of `redlimit`. */
+export const COMMANDS = ['policies', 'peek', 'reset'] as const;
+
+/** One of {@link COMMANDS}. */
+export type CommandName = (typeof COMMANDS)[number];
+
+/** The command line of `redlimit`, parsed and checked for shape (not yet against configuration). */
+export interface CliArgs {
+  /** The command; undefined with `--help` or `--version` alone. */
+  readonly command?: CommandName;
+  /** `peek` and `reset`: the policy name. */
+  readonly policy?: string;
+  /** `peek` and `reset`: `part=value` arguments (`@Attempt` parts). */
+  readonly parts: readonly string[];
+  /** `--key`: caller keys used as given. */
+  readonly rawKeys: readonly string[];
+  /** `--route`: `METHOD /template` of a `@Throttle` default key. */
+  readonly route?: string;
+  /** `--ip`: client IPs of `@Throttle` default keys. */
+  readonly ips: readonly string[];
+  /** `--json`: machine-readable output. */
+  readonly json: boolean;
+  /** `--help` / `-h`. */
+  readonly help: boolean;
+  /** `--version`. */
+  readonly version: boolean;
+  /** `--redis`: overrides `REDLIMIT_REDIS_URL` / `REDIS_URL`. */
+  readonly redis?: string;
+  /** `--prefix`: overrides `REDLIMIT_PREFIX`. */
+  readonly prefix?: string;
+  /** `--policies`: more policies in the `REDLIMIT_POLICIES` syntax. */
+  readonly policies?: string;
+  /** `--timeout`: bound on connecting and on each Redis command, in ms. */
+  readonly timeoutMs: number;
+}
+
+/** Default of `--timeout`: an operator's command may wait longer than a request would. */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+/**
+ * Parses `redlimit` arguments (without `node` and the script).
+ *
+ * @throws CliError (exit code 2) naming the unknown option, missing argument or bad value
+ * @example
+ * parseCliArgs(['reset', 'login', 'email=alice@example.com']);
+ * // { command: 'reset', policy: 'login', parts: ['email=alice@example.com'], … }
+ */
+export function parseCliArgs(argv: readonly string[]): CliArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+        version: { type: 'boolean', default: false },
+        redis: { type: 'string' },
+        prefix: { type: 'string' },
+        policies: { type: 'string' },
+        timeout: { type: 'string' },
+        key: { type: 'string', multiple: true, default: [] },
+        route: { type: 'string' },
+        ip: { type: 'string', multiple: true, default: [] },
+      },
+    });
+  } catch (error) {
+    // parseArgs explains well; its first sentence is enough on one line.
+    const message = error instanceof Error ? error.message : String(error);
+    throw usageError(`${message.split(/\.\s/)[0]!.replace(/\.$/, '')} (see redlimit --help)`);
+  }
+  const { values, positionals } = parsed;
+  const [command, policy, ...parts] = positionals;
+  const base = {
+    parts,
+    rawKeys: values.key,
+    ips: values.ip,
+    json: values.json,
+    help: values.help,
+    version: values.version,
+    timeoutMs: timeout(values.timeout),
+    ...(values.route !== undefined && { route: values.route }),
+    ...(values.redis !== undefined && { redis: values.redis }),
+    ...(values.prefix !== undefined && { prefix: values.prefix }),
+    ...(values.policies !== undefined && { policies: values.policies }),
+  };
+  if (command === undefined) {
+    if (values.help || values.version) return base;
+    throw usageError('no command given: policies, peek or reset (see redlimit --help)');
+  }
+  if (!(COMMANDS as readonly string[]).includes(command)) {
+    throw usageError(
+      `unknown command '${command}': expected policies, peek or reset (see redlimit --help)`,
+    );
+  }
+  const name = command as CommandName;
+  if (name === 'policies') {
+    if (policy !== undefined) throw usageError(`policies takes no arguments; got '${policy}'`);
+    return { ...base, command: name };
+  }
+  if (policy === undefined && !values.help) {
+    throw usageError(`${name} needs a policy name and keys: redlimit ${name} <policy> <key…>`);
+  }
+  return { ...base, command: name, ...(policy !== undefined && { policy }) };
+}
+
+function timeout(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_TIMEOUT_MS;
+  const ms = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(ms) || ms < 1) {
+    throw usageError(`--timeout ${JSON.stringify(value)}: expected whole milliseconds ≥ 1`);
+  }
+  return ms;
+}

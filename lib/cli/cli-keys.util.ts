@@ -1,0 +1,95 @@
+import { canonicalIp } from '../nest/client-ip.util';
+import { attemptKey } from '../nest/key-hash.util';
+import type { CliArgs } from './cli-args.util';
+import type { CliConfig } from './cli-config.util';
+import { usageError } from './cli.error';
+
+/** A caller key the command addresses, and the argument it came from. */
+export interface CliKey {
+  /** What the operator typed: `email=alice@example.com`, `--key user:42`, … */
+  readonly input: string;
+  /** The caller key as the app passes it to the limiter (`email:<hash>`, `GET /items/:id|ip:…`). */
+  readonly key: string;
+}
+
+/**
+ * The caller keys of a `peek` or `reset`, built exactly as the app builds them:
+ *
+ * - `part=value` → the `@Attempt` key of that part: the value trimmed, lower-cased and hashed
+ *   (HMAC with `REDLIMIT_KEY_SECRET` when set); `ip=` values are grouped like client IPs;
+ * - `--route 'METHOD /template'` with `--ip ADDRESS` → the default `@Throttle` key;
+ * - `--key KEY` → used as given (key functions, direct `Limiter` calls).
+ *
+ * @throws CliError (exit code 2) naming the argument that is not a usable key
+ * @example
+ * callerKeys(parseCliArgs(['reset', 'login', 'email=Alice@Example.com']), config);
+ * // [{ input: 'email=Alice@Example.com', key: 'email:…' }], the key @Attempt(['email']) charges
+ */
+export function callerKeys(args: CliArgs, config: CliConfig): CliKey[] {
+  const keys: CliKey[] = args.parts.map((part) => partKey(part, config));
+  keys.push(...throttleKeys(args, config));
+  for (const key of args.rawKeys) {
+    if (key.trim() === '') throw usageError('--key needs a non-empty caller key');
+    keys.push({ input: `--key ${key}`, key });
+  }
+  if (keys.length === 0) {
+    throw usageError(
+      `${args.command ?? 'peek'} needs at least one key: part=value (e.g. email=alice@example.com), ` +
+        "--route 'METHOD /path' --ip ADDRESS, or --key KEY",
+    );
+  }
+  return keys;
+}
+
+function partKey(input: string, config: CliConfig): CliKey {
+  const eq = input.indexOf('=');
+  if (eq < 0) {
+    throw usageError(
+      `bad key '${input}': expected part=value such as email=alice@example.com ` +
+        '(or --key KEY for a caller key used as given)',
+    );
+  }
+  const name = input.slice(0, eq).trim();
+  const value = input.slice(eq + 1);
+  if (name === '' || /\s/.test(name)) {
+    throw usageError(`bad key '${input}': no part name before '=' (e.g. email=…, ip=…, user=…)`);
+  }
+  if (value.trim() === '') {
+    throw usageError(
+      `bad key '${input}': empty value (requests without a ${name} share the key ` +
+        `'${name}:-'; address it with --key '${name}:-')`,
+    );
+  }
+  const hashed = name === 'ip' ? clientIp(input, value, config) : value;
+  return { input, key: attemptKey(name, hashed, config.keySecret) };
+}
+
+function throttleKeys(args: CliArgs, config: CliConfig): CliKey[] {
+  if (args.route === undefined) {
+    if (args.ips.length > 0)
+      throw usageError("--ip needs --route 'METHOD /path' (a @Throttle key)");
+    return [];
+  }
+  const match = /^\s*([A-Za-z]+)\s+(\S+)\s*$/.exec(args.route);
+  if (!match) {
+    throw usageError(
+      `--route '${args.route}': expected 'METHOD /path' with the route template, e.g. 'GET /items/:id'`,
+    );
+  }
+  if (args.ips.length === 0) throw usageError('--route needs --ip ADDRESS (the client IP)');
+  const upper = match[1]!.toUpperCase();
+  // The guard charges HEAD to the GET route (one handler, one budget).
+  const method = upper === 'HEAD' ? 'GET' : upper;
+  return args.ips.map((ip) => ({
+    input: `--route '${args.route}' --ip ${ip}`,
+    key: `${method} ${match[2]!}|ip:${clientIp(`--ip ${ip}`, ip, config)}`,
+  }));
+}
+
+/** The client IP as the app's resolver reports it (IPv4-mapped → IPv4, IPv6 grouped). */
+function clientIp(input: string, value: string, config: CliConfig): string {
+  if (canonicalIp(value) === undefined) {
+    throw usageError(`bad key '${input}': '${value.trim()}' is not an IP address`);
+  }
+  return config.clientIp(value, undefined);
+}

@@ -1,0 +1,141 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Limiter } from '../core/limiter';
+import type { EnvSource } from '../nest/options-from-env.util';
+import { RedisStore } from '../stores/redis.store';
+import { type CliArgs, DEFAULT_TIMEOUT_MS, parseCliArgs } from './cli-args.util';
+import { type CliConfig, cliConfig } from './cli-config.util';
+import { callerKeys } from './cli-keys.util';
+import { connectRedis } from './cli-redis.util';
+import { CliError, EXIT_CODES, type ExitCode, usageError } from './cli.error';
+import { peekCommand } from './peek.command';
+import { type CommandOutput, policiesCommand } from './policies.command';
+import { resetCommand } from './reset.command';
+
+/** Where the `redlimit` command reads its environment and writes its output. */
+export interface CliIo {
+  /** Environment variables (`process.env`). */
+  readonly env: EnvSource;
+  /** Results. */
+  readonly stdout: { write(text: string): unknown };
+  /** Errors: one line each. */
+  readonly stderr: { write(text: string): unknown };
+}
+
+/** `redlimit --help`. */
+export const HELP = `Usage: redlimit <command> [options]
+
+Inspect and unlock rate limits of a redlimit app, from the configuration the app reads.
+
+Commands:
+  policies                 the policies of REDLIMIT_POLICIES (no Redis needed)
+  peek <policy> <key…>     budget left per key (writes nothing)
+  reset <policy> <key…>    deletes the policy's state for the keys: full budget again (unlock)
+
+Keys:
+  part=value               an @Attempt part, normalised and hashed as the app does:
+                           email=alice@example.com  ip=203.0.113.7  user=42
+  --route 'METHOD /path' --ip ADDRESS
+                           the default @Throttle key: route template and client IP
+                           (--ip may repeat), e.g. --route 'POST /auth/sign-in' --ip 203.0.113.7
+  --key KEY                a caller key used as given (key functions, Limiter calls); may repeat
+
+Options:
+  --json                   machine-readable output
+  --redis URL              instead of REDLIMIT_REDIS_URL / REDIS_URL
+  --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
+  --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
+  --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
+  -h, --help               this help
+  --version                the redlimit version
+
+Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
+REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET — read and validated as RedlimitModule reads them.
+
+Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
+3 Redis unreachable, too slow or failing; 1 unexpected error.
+
+Examples:
+  redlimit peek login email=alice@example.com ip=203.0.113.7
+  redlimit reset login email=alice@example.com
+  redlimit reset links --route 'POST /links' --ip 203.0.113.7 --json
+`;
+
+/**
+ * Runs the `redlimit` command: parses `argv` (without `node` and the script), reads the
+ * configuration from `io.env`, does the command and returns the exit code. Errors are written to
+ * `io.stderr` as one line (no stack trace); bad input is reported before Redis is contacted.
+ *
+ * @example
+ * process.exitCode = await runCli(process.argv.slice(2), process);
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  try {
+    const args = parseCliArgs(argv);
+    if (args.help) {
+      io.stdout.write(HELP);
+      return EXIT_CODES.ok;
+    }
+    if (args.version && args.command === undefined) {
+      io.stdout.write(`${packageVersion()}\n`);
+      return EXIT_CODES.ok;
+    }
+    const output = await execute(args, cliConfig(args, io.env));
+    io.stdout.write(args.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
+    return EXIT_CODES.ok;
+  } catch (error) {
+    if (error instanceof CliError) {
+      io.stderr.write(`redlimit: ${oneLine(error.message)}\n`);
+      return error.exitCode;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`redlimit: unexpected error: ${oneLine(message)}\n`);
+    return EXIT_CODES.internal;
+  }
+}
+
+async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput> {
+  if (args.command === 'policies') return policiesCommand(config);
+  // Everything that can be wrong with the input is found before Redis is contacted.
+  const definition = policyDefinition(args.policy!, config);
+  const keys = callerKeys(args, config);
+  if (config.redisUrl === undefined) {
+    throw usageError('no Redis configured: set REDLIMIT_REDIS_URL or REDIS_URL, or pass --redis');
+  }
+  const client = await connectRedis(config.redisUrl, args.timeoutMs);
+  try {
+    const store = new RedisStore({ client, prefix: config.prefix });
+    // Fail mode closed, silently: a failure must become an error here, never a made-up budget.
+    const limiter = new Limiter(
+      store,
+      { ...definition, name: args.policy!, failMode: 'closed' },
+      { timeoutMs: args.timeoutMs, onStoreFailure: () => undefined },
+    );
+    return args.command === 'peek'
+      ? await peekCommand(limiter, keys)
+      : await resetCommand(limiter, keys);
+  } finally {
+    client.disconnect();
+  }
+}
+
+function policyDefinition(name: string, config: CliConfig): CliConfig['policies'][string] {
+  if (Object.prototype.hasOwnProperty.call(config.policies, name)) return config.policies[name]!;
+  const known = Object.keys(config.policies);
+  throw usageError(
+    `no policy named '${name}'; ` +
+      (known.length > 0
+        ? `known policies: ${known.join(', ')}`
+        : 'no policies configured: set REDLIMIT_POLICIES or pass --policies'),
+  );
+}
+
+function packageVersion(): string {
+  // lib/cli and dist/cli both sit two levels below the package root.
+  const manifest = readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8');
+  return (JSON.parse(manifest) as { version: string }).version;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
