@@ -91,13 +91,14 @@ export class RedlimitHealthIndicator {
       );
     }
     const algorithms = this.algorithms();
+    const started = performance.now();
+    const error = await this.probe(algorithms, timeoutMs);
     const base = {
       store: this.connection.kind,
       algorithms,
+      // Read after the probe, which waits for a connection still being made.
       ...(this.connection.client && { connection: this.connection.client.status }),
     };
-    const started = performance.now();
-    const error = await this.probe(algorithms, timeoutMs);
     const details: RedlimitHealthDetails = error
       ? { status: 'down', ...base, error }
       : { status: 'up', ...base, latencyMs: Math.round(performance.now() - started) };

@@ -1,0 +1,145 @@
+import Redis from 'ioredis';
+import { startFreezableRedis } from '../../support/freezable-redis';
+import { redisUrl, startRedisServer, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+import { HEALTH_TIMEOUT_MS, healthApp } from './health.app';
+
+/** A hang detector, far above the check's own bound (HEALTH_TIMEOUT_MS). */
+const HANG_MS = 5_000;
+
+const policies = {
+  login: { algorithm: 'sliding-window', limit: 10, window: '15m' },
+  api: { algorithm: 'token-bucket', limit: 100, window: '1m' },
+} as const;
+
+interface HealthBody {
+  status: string;
+  info?: Record<string, Record<string, unknown>>;
+  error?: Record<string, Record<string, unknown>>;
+}
+
+describe.each(PLATFORMS)('RedlimitHealthIndicator (Terminus) on %s', (platform) => {
+  let app: RunningApp | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+  });
+
+  const health = async (): Promise<{ status: number; body: HealthBody; ms: number }> => {
+    const started = performance.now();
+    const response = await app!.request('/health');
+    return {
+      status: response.status,
+      body: (await response.json()) as HealthBody,
+      ms: performance.now() - started,
+    };
+  };
+
+  it('is up with Redis up: the store ran the script of every algorithm in use', async () => {
+    app = await startApp(
+      healthApp({ redis: redisUrl(), prefix: uniquePrefix('health'), policies }),
+      platform,
+    );
+    const { status, body } = await health();
+    expect(status).toBe(200);
+    expect(body.status).toBe('ok');
+    expect(body.info?.['rate-limits']).toMatchObject({
+      status: 'up',
+      store: 'redis',
+      connection: 'ready',
+      algorithms: ['sliding-window', 'token-bucket'],
+    });
+  });
+
+  it('is down, without hanging, once Redis is stopped', async () => {
+    const server = await startRedisServer();
+    try {
+      app = await startApp(
+        healthApp({ redis: server.url, prefix: uniquePrefix('health'), policies }),
+        platform,
+      );
+      expect((await health()).status).toBe(200);
+      await server.stop();
+      const { status, body, ms } = await health();
+      expect(status).toBe(503);
+      expect(body.status).toBe('error');
+      expect(body.error?.['rate-limits']).toMatchObject({ status: 'down', store: 'redis' });
+      expect(body.error?.['rate-limits']?.error).toEqual(expect.any(String));
+      expect(ms).toBeLessThan(HANG_MS);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it(`is down within its bound (${HEALTH_TIMEOUT_MS} ms) while Redis hangs`, async () => {
+    const redis = await startFreezableRedis();
+    try {
+      app = await startApp(
+        healthApp({ redis: redis.server.url, prefix: uniquePrefix('health'), policies }),
+        platform,
+      );
+      expect((await health()).status).toBe(200);
+      const { status, body, ms } = await redis.whileHung(health);
+      expect(status).toBe(503);
+      expect(body.error?.['rate-limits']?.error).toMatch(
+        new RegExp(`did not answer within ${HEALTH_TIMEOUT_MS} ms`),
+      );
+      expect(ms).toBeLessThan(HANG_MS);
+    } finally {
+      await app?.close();
+      app = undefined;
+      await redis.stop();
+    }
+  });
+
+  it('is down when Redis answers PING but cannot run scripts', async () => {
+    const server = await startRedisServer([
+      '--rename-command',
+      'EVALSHA',
+      '',
+      '--rename-command',
+      'EVAL',
+      '',
+    ]);
+    const client = new Redis(server.url);
+    try {
+      expect(await client.ping()).toBe('PONG'); // a PING-only check would say up
+      app = await startApp(
+        healthApp({ redis: server.url, prefix: uniquePrefix('health'), policies }),
+        platform,
+      );
+      const { status, body } = await health();
+      expect(status).toBe(503);
+      expect(body.error?.['rate-limits']).toMatchObject({ status: 'down', connection: 'ready' });
+      expect(body.error?.['rate-limits']?.error).toMatch(/unknown command/i);
+    } finally {
+      client.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('is up on the in-memory store, and says which store it is (limits per process)', async () => {
+    app = await startApp(healthApp({ policies }), platform);
+    const { status, body } = await health();
+    expect(status).toBe(200);
+    expect(body.info?.['rate-limits']).toMatchObject({ status: 'up', store: 'memory' });
+    expect(body.info?.['rate-limits']).not.toHaveProperty('connection');
+  });
+});
+
+describe('RedlimitHealthIndicator without @nestjs/terminus', () => {
+  afterEach(() => {
+    jest.dontMock('@nestjs/terminus');
+    jest.resetModules();
+  });
+
+  it('redlimit/nest loads, indicator included, when @nestjs/terminus is not installed', () => {
+    jest.isolateModules(() => {
+      jest.doMock('@nestjs/terminus', () => {
+        throw new Error("Cannot find module '@nestjs/terminus'");
+      });
+      const nest = jest.requireActual<typeof import('../../../lib/nest')>('../../../lib/nest');
+      expect(typeof nest.RedlimitHealthIndicator).toBe('function');
+    });
+  });
+});
