@@ -87,6 +87,11 @@ export interface Decision {
   readonly failure?: StoreFailure;
   /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */
   readonly receipt: Receipt;
+  /**
+   * True when allowed past the policy's soft limit (`warnAt`): at least that fraction of the
+   * binding limit is used after this call. Absent otherwise.
+   */
+  readonly warning?: true;
 }
 
 /**

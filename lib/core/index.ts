@@ -2,6 +2,7 @@ export * from './attempt';
 export * from './decision';
 export * from './duration.util';
 export * from './errors';
+export * from './events';
 export * from './keys.util';
 export * from './limiter';
 export * from './policy';

@@ -3,6 +3,7 @@ import type { Store, SpendRequest, SpendResult, StackResult } from '../stores/st
 import { Attempt } from './attempt';
 import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
+import { type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { monotonicNow } from './clock.util';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import {
@@ -51,6 +52,11 @@ export interface LimiterOptions {
    * then kept, which only errs on the safe side). Default: a process warning.
    */
   readonly onSettleError?: (error: unknown, decision: Decision) => void;
+  /**
+   * Where this limiter reports every decision, refund and store failure (see
+   * {@link DecisionEvents}); share one between limiters to observe them all.
+   */
+  readonly events?: DecisionEvents;
 }
 
 /** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
@@ -152,11 +158,16 @@ export class Limiter {
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
     // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
     settledReceipts.add(receipt);
+    const events = this.options.events;
+    const started = events?.active ? monotonicNow() : 0;
     if (receipt.fallback) {
       await this.fallback?.refund({ ...receipt });
-      return true;
+    } else {
+      await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
     }
-    await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
+    if (events?.active) {
+      events.emit(refundEvent(receipt.policy, receipt.keys, monotonicNow() - started));
+    }
     return true;
   }
 
@@ -243,7 +254,8 @@ export class Limiter {
     if (typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function') {
       throw new TypeError(`${caller}(): the store does not implement consumeStack/peekStack`);
     }
-    const deadlineAt = monotonicNow() + timeoutMs;
+    const startedAt = monotonicNow();
+    const deadlineAt = startedAt + timeoutMs;
     const stack = requests.map((request) => ({ ...request, deadlineAt }));
     const limiters = parts.map((part) => part.limiter);
     let decisions: Decision[];
@@ -276,6 +288,12 @@ export class Limiter {
       }
     }
     decisions.forEach((d, i) => stackOwners.set(d, limiters[i]!));
+    const latencyMs = monotonicNow() - startedAt;
+    decisions.forEach((d, i) => {
+      const events = limiters[i]!.options.events;
+      if (events?.active)
+        events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true));
+    });
     const allowed = decisions.every((d) => d.allowed);
     let refusedBy: Decision | undefined;
     for (const d of decisions) {
@@ -341,6 +359,15 @@ export class Limiter {
   }
 
   private async decide(request: SpendRequest, spend: boolean): Promise<Decision> {
+    const events = this.options.events;
+    if (!events?.active) return this.decideOnce(request, spend);
+    const started = monotonicNow();
+    const decision = await this.decideOnce(request, spend);
+    events.emit(decisionEvent(spend ? 'consume' : 'peek', decision, monotonicNow() - started));
+    return decision;
+  }
+
+  private async decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
     let result: SpendResult;
     try {
@@ -443,6 +470,12 @@ export class Limiter {
       spent,
     });
     const blockedKey = request.keys[result.blockedKeyIndex];
+    const { warnAt } = this.policy;
+    // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
+    const warning =
+      warnAt !== undefined &&
+      result.allowed &&
+      rule.burst - Math.max(0, result.remaining) >= Math.ceil(warnAt * rule.burst - 1e-9);
     return Object.freeze({
       allowed: result.allowed,
       remaining: Math.max(0, result.remaining),
@@ -456,6 +489,7 @@ export class Limiter {
       policy: request.policy,
       ...(failure && { failure }),
       receipt,
+      ...(warning && { warning: true as const }),
     });
   }
 

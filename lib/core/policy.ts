@@ -65,6 +65,12 @@ export interface PolicyOptions {
   readonly limits?: readonly LimitOptions[];
   /** Overrides the limiter's fail mode for this policy. */
   readonly failMode?: FailMode;
+  /**
+   * Soft limit: once a call leaves this fraction of the binding limit used (e.g. `0.8`: the 8th
+   * of 10), allowed decisions carry `warning: true` (a header over HTTP, and the decision event),
+   * so clients and dashboards see the limit coming. A number above 0, at most 1. Default: none.
+   */
+  readonly warnAt?: number;
 }
 
 /** One validated limit: `limit` units per `windowMs` milliseconds. */
@@ -89,6 +95,8 @@ export interface ResolvedPolicy {
   readonly failMode?: FailMode;
   /** The largest cost one call can ever be allowed: the smallest limit (or burst). */
   readonly maxCost: number;
+  /** The soft-limit fraction, if the policy sets one. */
+  readonly warnAt?: number;
 }
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
@@ -153,12 +161,22 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
       `policy.failMode must be 'closed', 'open' or 'memory'; got ${JSON.stringify(failMode)}`,
     );
   }
+  const { warnAt } = policy;
+  if (
+    warnAt !== undefined &&
+    (typeof warnAt !== 'number' || !Number.isFinite(warnAt) || warnAt <= 0 || warnAt > 1)
+  ) {
+    throw new RangeError(
+      `policy.warnAt must be a fraction above 0 and at most 1 (0.8 = 80 %); got ${String(warnAt)}`,
+    );
+  }
   return Object.freeze({
     name,
     algorithm,
     limits: Object.freeze(limits),
     maxCost: Math.min(...limits.map((rule) => rule.burst)),
     ...(failMode !== undefined && { failMode }),
+    ...(warnAt !== undefined && { warnAt }),
   });
 }
 

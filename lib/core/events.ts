@@ -1,0 +1,152 @@
+import { createHash } from 'node:crypto';
+import type { Decision } from './decision';
+
+/**
+ * What a decision came to:
+ * - `allowed` / `refused`: the store decided (or, with `failMode: 'memory'`, the in-process
+ *   fallback did: then `failure` is set too);
+ * - `failed-open`: the store failed and the policy allowed without enforcing;
+ * - `failed-closed`: the store failed and the policy refused;
+ * - `refunded`: a spend was given back.
+ */
+export type DecisionOutcome = 'allowed' | 'refused' | 'failed-open' | 'failed-closed' | 'refunded';
+
+/** Which limiter operation an event reports. */
+export type DecisionOperation = 'consume' | 'peek' | 'refund';
+
+/**
+ * One limiter operation, as listeners see it. Carries no caller key in plain text: keys appear only
+ * as `keyHashes` (computed when first read, so listeners that ignore them cost nothing).
+ */
+export interface DecisionEvent {
+  /** `consume` (also each part of a stacked decision), `peek` or `refund`. */
+  readonly operation: DecisionOperation;
+  /** The policy's name. */
+  readonly policy: string;
+  /** What it came to. */
+  readonly outcome: DecisionOutcome;
+  /** Time spent waiting for the store, in ms (monotonic clock); for a stack, the whole stack's. */
+  readonly latencyMs: number;
+  /** The binding limit (the refusing one when refused), as in the decision. */
+  readonly limit?: number;
+  /** The binding limit's window, in ms. */
+  readonly windowMs?: number;
+  /** Units left under the binding limit. */
+  readonly remaining?: number;
+  /** The decision's `retryAfterMs` (0 when allowed). */
+  readonly retryAfterMs?: number;
+  /** Set when the store failed and the fail mode decided: why it failed. */
+  readonly failure?: 'timeout' | 'error';
+  /** True when allowed past the policy's soft limit (`warnAt`). */
+  readonly warning?: boolean;
+  /** True for a part of a stacked decision (`Limiter.consumeAll`). */
+  readonly stacked?: boolean;
+  /** Each caller key as the first 16 hex digits of its SHA-256: to correlate, never to read. */
+  readonly keyHashes: readonly string[];
+}
+
+/** A function that receives decision events. It must not throw (errors are reported, not raised). */
+export type DecisionListener = (event: DecisionEvent) => void;
+
+/**
+ * Where limiters report every decision, refund and store failure: pass one to several limiters
+ * (`new Limiter(store, policy, { events })`), subscribe with `on()`. Listeners run synchronously
+ * after the decision is made; a listener that throws is reported as a process warning and never
+ * changes a decision. With no listener, nothing is measured or built.
+ *
+ * @example
+ * const events = new DecisionEvents();
+ * events.on((e) => metrics.count(`ratelimit.${e.policy}.${e.outcome}`));
+ * const login = new Limiter(store, { name: 'login', algorithm: 'fixed-window', limit: 10, window: '15m' }, { events });
+ */
+export class DecisionEvents {
+  private listeners: readonly DecisionListener[] = [];
+
+  /** Whether anyone listens (limiters skip all event work otherwise). */
+  get active(): boolean {
+    return this.listeners.length > 0;
+  }
+
+  /**
+   * Adds a listener.
+   *
+   * @returns a function that removes it again
+   */
+  on(listener: DecisionListener): () => void {
+    if (typeof listener !== 'function') {
+      throw new TypeError('DecisionEvents.on() needs a function (event) => void');
+    }
+    this.listeners = [...this.listeners, listener];
+    return () => {
+      this.listeners = this.listeners.filter((l) => l !== listener);
+    };
+  }
+
+  /** Hands an event to every listener; for limiters, and for tests of listeners. */
+  emit(event: DecisionEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        process.emitWarning(`redlimit: a decision listener threw: ${reason}`, 'RedlimitWarning');
+      }
+    }
+  }
+}
+
+/** The first 16 hex digits of a key's SHA-256. */
+export function keyHash(key: string): string {
+  return createHash('sha256').update(key).digest('hex').slice(0, 16);
+}
+
+/** The event of one decision; key hashes are computed when first read. */
+export function decisionEvent(
+  operation: DecisionOperation,
+  decision: Decision,
+  latencyMs: number,
+  stacked = false,
+): DecisionEvent {
+  const { failure } = decision;
+  let outcome: DecisionOutcome = decision.allowed ? 'allowed' : 'refused';
+  if (failure?.failMode === 'open') outcome = 'failed-open';
+  if (failure?.failMode === 'closed') outcome = 'failed-closed';
+  return withKeyHashes(
+    {
+      operation,
+      policy: decision.policy,
+      outcome,
+      latencyMs,
+      limit: decision.limit,
+      windowMs: decision.windowMs,
+      remaining: decision.remaining,
+      retryAfterMs: decision.retryAfterMs,
+      ...(failure && { failure: failure.reason }),
+      ...(decision.warning && { warning: true }),
+      ...(stacked && { stacked: true }),
+    },
+    decision.receipt.keys,
+  );
+}
+
+/** The event of one refund the store applied (a refund that failed is a settle error instead). */
+export function refundEvent(
+  policy: string,
+  keys: readonly string[],
+  latencyMs: number,
+): DecisionEvent {
+  return withKeyHashes({ operation: 'refund', policy, outcome: 'refunded', latencyMs }, keys);
+}
+
+function withKeyHashes(
+  event: Omit<DecisionEvent, 'keyHashes'>,
+  keys: readonly string[],
+): DecisionEvent {
+  let hashes: readonly string[] | undefined;
+  return Object.freeze(
+    Object.defineProperty({ ...event }, 'keyHashes', {
+      enumerable: true,
+      get: () => (hashes ??= Object.freeze(keys.map(keyHash))),
+    }) as DecisionEvent,
+  );
+}
