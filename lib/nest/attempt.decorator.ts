@@ -22,9 +22,12 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
       : scopedAttempt(context.getArgs());
   if (attempt === undefined) {
     throw new Error(
-      '@Attempt(): no attempt for this call. Import RedlimitModule (its interceptor spends ' +
-        'before the handler runs); @Attempt works on HTTP routes, GraphQL resolvers, WebSocket ' +
-        'gateway and microservice handlers.',
+      context.getType() === 'ws'
+        ? '@Attempt(): no attempt for this message. Nest applies no global interceptors to ' +
+            'WebSocket gateways: add @UseInterceptors(AttemptInterceptor) to the gateway.'
+        : '@Attempt(): no attempt for this call. Import RedlimitModule (its interceptor spends ' +
+            'before the handler runs); @Attempt works on HTTP routes, GraphQL resolvers, ' +
+            'WebSocket gateway and microservice handlers.',
     );
   }
   return attempt;
