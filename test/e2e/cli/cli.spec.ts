@@ -1,0 +1,238 @@
+import { startFreezableRedis } from '../../support/freezable-redis';
+import { redisUrl, uniquePrefix } from '../../support/redis';
+import { getFreePort } from '../../support/redis-server';
+import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+import { cliApp, PASSWORD } from './cli.app';
+import { CLI_HANG_MS, redlimit } from './cli.process';
+
+jest.setTimeout(60_000);
+
+const POLICIES = 'login=sliding-window:3/15m,links=sliding-window:2/1h';
+
+interface PeekJson {
+  policy: string;
+  allowed: boolean;
+  retryAfterMs: number;
+  keys: Array<{ input: string; key: string; allowed: boolean; remaining: number; limit: number }>;
+}
+
+/** The environment of one app and of the commands run against it. */
+function environment(): Record<string, string> {
+  return {
+    REDIS_URL: redisUrl(),
+    REDLIMIT_PREFIX: uniquePrefix('cli'),
+    REDLIMIT_POLICIES: POLICIES,
+    REDLIMIT_KEY_SECRET: 'a secret of at least 16 characters',
+    REDLIMIT_TRUSTED_PROXIES: 'loopback', // X-Forwarded-For stands for distinct clients
+  };
+}
+
+describe.each(PLATFORMS)('redlimit command against a %s app', (platform) => {
+  let env: Record<string, string>;
+  let app: RunningApp;
+  beforeEach(async () => {
+    env = environment();
+    app = await startApp(cliApp(env), platform);
+  });
+  afterEach(() => app.close());
+
+  const signIn = (from: string, password: string, email = 'alice@example.com') =>
+    app.request('/sign-in', {
+      method: 'POST',
+      headers: { 'x-forwarded-for': from },
+      body: { email, password },
+    });
+
+  it('reset unlocks an account an attacker locked, typed as the email, not its hash', async () => {
+    const attacker = '203.0.113.7';
+    const owner = '198.51.100.4';
+    for (let i = 0; i < 3; i++) expect((await signIn(attacker, 'guess')).status).toBe(401);
+    expect((await signIn(owner, PASSWORD)).status).toBe(429); // locked: the email's budget is spent
+
+    const peek = await redlimit(
+      ['peek', 'login', 'email= Alice@Example.COM', `ip=${owner}`, '--json'],
+      env,
+    );
+    expect(peek).toMatchObject({ code: 0, stderr: '' });
+    const before = JSON.parse(peek.stdout) as PeekJson;
+    expect(before).toMatchObject({ policy: 'login', allowed: false });
+    expect(before.retryAfterMs).toBeGreaterThan(0);
+    expect(before.keys.map((k) => [k.allowed, k.remaining, k.limit])).toEqual([
+      [false, 0, 3],
+      [true, 3, 3],
+    ]);
+    expect(before.keys[0]!.key).toMatch(/^email:[\w-]{22}$/);
+    expect(before.keys[0]!.key).not.toMatch(/alice/i);
+
+    const reset = await redlimit(['reset', 'login', 'email=alice@example.com'], env);
+    expect(reset).toMatchObject({ code: 0, stderr: '' });
+    expect(reset.stdout).toContain(before.keys[0]!.key);
+
+    expect((await signIn(owner, PASSWORD)).status).toBe(200);
+    // Only the email was reset: the attacker's IP keeps its spent budget.
+    expect((await signIn(attacker, 'guess', 'bob@example.com')).status).toBe(429);
+    const after = JSON.parse(
+      (await redlimit(['peek', 'login', `ip=${attacker}`, '--json'], env)).stdout,
+    ) as PeekJson;
+    expect(after.keys[0]).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it('peek and reset reach the default @Throttle key (method + route template + client IP)', async () => {
+    expect((await app.request('/links/1')).status).toBe(200);
+    expect((await app.request('/links/2')).status).toBe(200);
+    expect((await app.request('/links/3')).status).toBe(429);
+    const route = ['--route', 'GET /links/:id', '--ip', '127.0.0.1'];
+
+    const peek = await redlimit(['peek', 'links', ...route, '--json'], env);
+    expect(peek).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(peek.stdout)).toMatchObject({
+      allowed: false,
+      keys: [{ key: 'GET /links/:id|ip:127.0.0.1', remaining: 0, limit: 2 }],
+    });
+
+    expect((await redlimit(['reset', 'links', ...route], env)).code).toBe(0);
+    expect((await app.request('/links/4')).status).toBe(200);
+  });
+});
+
+describe('redlimit command', () => {
+  const env = environment();
+
+  /** One line on stderr, no stack trace, nothing on stdout. */
+  const expectOneLineError = (run: { stdout: string; stderr: string }, pattern: RegExp) => {
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^redlimit: [^\n]+\n$/);
+    expect(run.stderr).toMatch(pattern);
+    expect(run.stderr).not.toMatch(/\n\s+at /);
+  };
+
+  it('peek shows the budget left per key, in words', async () => {
+    const run = await redlimit(['peek', 'login', 'email=carol@example.com'], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^login \(sliding-window 3\/15m\)\n/);
+    expect(run.stdout).toMatch(/email=carol@example\.com +email:\S{22} +3 of 3 left\n/);
+  });
+
+  it('policies lists the policies of REDLIMIT_POLICIES, without contacting Redis', async () => {
+    const run = await redlimit(['policies', '--json'], {
+      ...env,
+      REDIS_URL: 'redis://:hunter2@127.0.0.1:1',
+    });
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({
+      redis: 'redis://:***@127.0.0.1:1',
+      prefix: env.REDLIMIT_PREFIX,
+      policies: [
+        {
+          name: 'login',
+          algorithm: 'sliding-window',
+          limits: [{ limit: 3, windowMs: 900_000 }],
+          failMode: 'closed',
+        },
+        {
+          name: 'links',
+          algorithm: 'sliding-window',
+          limits: [{ limit: 2, windowMs: 3_600_000 }],
+          failMode: 'closed',
+        },
+      ],
+    });
+  });
+
+  it('an unknown policy exits 2 naming the known ones, before Redis is contacted', async () => {
+    const closed = `redis://127.0.0.1:${await getFreePort()}`;
+    const run = await redlimit(['reset', 'logn', 'email=alice@example.com'], {
+      ...env,
+      REDIS_URL: closed,
+    });
+    expect(run.code).toBe(2);
+    expectOneLineError(run, /no policy named 'logn'; known policies: login, links/);
+  });
+
+  it('a bad key exits 2 saying what a key looks like', async () => {
+    const run = await redlimit(['peek', 'login', 'alice@example.com'], env);
+    expect(run.code).toBe(2);
+    expectOneLineError(run, /bad key 'alice@example\.com': expected part=value/);
+    const ip = await redlimit(['reset', 'login', 'ip=not-an-ip'], env);
+    expect(ip.code).toBe(2);
+    expectOneLineError(ip, /'not-an-ip' is not an IP address/);
+  });
+
+  it('an unreachable Redis exits 3 with one line', async () => {
+    const closed = `redis://127.0.0.1:${await getFreePort()}`;
+    const run = await redlimit(['reset', 'login', 'email=alice@example.com'], {
+      ...env,
+      REDIS_URL: closed,
+    });
+    expect(run.code).toBe(3);
+    expectOneLineError(run, /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/);
+  });
+
+  it('a Redis that hangs exits 3 once --timeout has passed, instead of hanging', async () => {
+    const redis = await startFreezableRedis();
+    try {
+      const run = await redis.whileHung(() =>
+        redlimit(['peek', 'login', 'email=alice@example.com', '--timeout', '300'], {
+          ...env,
+          REDIS_URL: redis.server.url,
+        }),
+      );
+      expect(run.code).toBe(3);
+      expectOneLineError(run, /no answer within 300 ms/);
+      expect(run.ms).toBeLessThan(CLI_HANG_MS);
+    } finally {
+      await redis.stop();
+    }
+  });
+
+  it('a bad environment variable exits 2 naming it', async () => {
+    const run = await redlimit(['policies'], {
+      ...env,
+      REDLIMIT_POLICIES: 'login=fixed-window:ten/15m',
+    });
+    expect(run.code).toBe(2);
+    expectOneLineError(run, /REDLIMIT_POLICIES="login=fixed-window:ten\/15m" is invalid/);
+  });
+
+  it('without Redis configured, peek exits 2 saying which variable to set', async () => {
+    const withoutRedis = Object.fromEntries(
+      Object.entries(env).filter(([name]) => name !== 'REDIS_URL'),
+    );
+    const run = await redlimit(['peek', 'login', 'email=alice@example.com'], withoutRedis);
+    expect(run.code).toBe(2);
+    expectOneLineError(run, /no Redis configured: set REDLIMIT_REDIS_URL or REDIS_URL/);
+  });
+
+  it('usage: --help exits 0; no command or an unknown option exits 2', async () => {
+    const help = await redlimit(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: redlimit <command>/);
+    const none = await redlimit([]);
+    expect(none.code).toBe(2);
+    expectOneLineError(none, /no command given/);
+    const unknown = await redlimit(['peek', 'login', 'email=a', '--frobnicate']);
+    expect(unknown.code).toBe(2);
+    expectOneLineError(unknown, /Unknown option '--frobnicate'/);
+  });
+});
+
+describe('redlimit command without Nest', () => {
+  afterEach(() => {
+    for (const name of ['@nestjs/common', '@nestjs/core']) jest.dontMock(name);
+    jest.resetModules();
+  });
+
+  it('loads with only the core installed (no @nestjs package)', () => {
+    jest.isolateModules(() => {
+      for (const name of ['@nestjs/common', '@nestjs/core']) {
+        jest.doMock(name, () => {
+          throw new Error(`Cannot find module '${name}'`);
+        });
+      }
+      const cli = jest.requireActual<typeof import('../../../lib/cli/redlimit.cli')>(
+        '../../../lib/cli/redlimit.cli',
+      );
+      expect(typeof cli.runCli).toBe('function');
+    });
+  });
+});
