@@ -24,10 +24,16 @@ const COLOURS: Record<Bar['kind'], string> = {
   peer: '#e07b24',
 };
 
+const LEGEND: Record<Bar['kind'], string> = {
+  reference: 'reference',
+  ours: 'redlimit',
+  peer: 'peers',
+};
+
 const ROW = 22;
-const LABEL_WIDTH = 250;
+const LABEL_WIDTH = 300;
 const PLOT_WIDTH = 420;
-const TOP = 58;
+const TOP = 76;
 
 export function barChartSvg(chart: BarChart): string {
   const max = Math.max(1.2, ...chart.bars.map((b) => b.value)) * 1.08;
@@ -41,6 +47,16 @@ export function barChartSvg(chart: BarChart): string {
     `<text x="12" y="22" font-size="15" font-weight="bold">${escape(chart.title)}</text>`,
     `<text x="12" y="40" fill="#555555">${escape(chart.subtitle)}</text>`,
   ];
+  const kinds = (Object.keys(COLOURS) as Array<Bar['kind']>).filter((kind) =>
+    chart.bars.some((bar) => bar.kind === kind),
+  );
+  kinds.forEach((kind, i) => {
+    const left = 12 + i * 110;
+    parts.push(
+      `<rect x="${left}" y="50" width="12" height="12" fill="${COLOURS[kind]}"/>`,
+      `<text x="${left + 18}" y="60" fill="#333333">${LEGEND[kind]}</text>`,
+    );
+  });
   const bottom = TOP + chart.bars.length * ROW;
   for (let tick = 0; tick <= max; tick += 0.25) {
     const at = x(tick).toFixed(1);
@@ -49,6 +65,14 @@ export function barChartSvg(chart: BarChart): string {
       `<text x="${at}" y="${bottom + 14}" text-anchor="middle" fill="#777777">${tick.toFixed(2)}×</text>`,
     );
   }
+  // The reference line goes under the bars and their values, so both stay readable.
+  const one = x(1).toFixed(1);
+  parts.push(
+    `<line x1="${one}" y1="${TOP - 8}" x2="${one}" y2="${bottom + 2}" stroke="#c62828" ` +
+      `stroke-width="1.5" stroke-dasharray="5 3"/>`,
+    `<text x="${one}" y="${bottom + 32}" text-anchor="middle" fill="#c62828">` +
+      `${escape(chart.referenceLabel)}</text>`,
+  );
   chart.bars.forEach((bar, i) => {
     const y = TOP + i * ROW;
     const end = x(Math.max(0, bar.value));
@@ -56,17 +80,11 @@ export function barChartSvg(chart: BarChart): string {
       `<text x="${LABEL_WIDTH - 8}" y="${y + 15}" text-anchor="end">${escape(bar.label)}</text>`,
       `<rect x="${LABEL_WIDTH}" y="${y + 4}" width="${(end - LABEL_WIDTH).toFixed(1)}" ` +
         `height="${ROW - 8}" fill="${COLOURS[bar.kind]}"/>`,
-      `<text x="${(end + 4).toFixed(1)}" y="${y + 15}" fill="#333333">${bar.value.toFixed(2)}×</text>`,
+      `<text x="${(end + 4).toFixed(1)}" y="${y + 15}" fill="#333333" stroke="#ffffff" ` +
+        `stroke-width="3" paint-order="stroke">${bar.value.toFixed(2)}×</text>`,
     );
   });
-  const one = x(1).toFixed(1);
-  parts.push(
-    `<line x1="${one}" y1="${TOP - 8}" x2="${one}" y2="${bottom + 2}" stroke="#c62828" ` +
-      `stroke-width="1.5" stroke-dasharray="5 3"/>`,
-    `<text x="${one}" y="${bottom + 32}" text-anchor="middle" fill="#c62828">` +
-      `${escape(chart.referenceLabel)}</text>`,
-    '</svg>',
-  );
+  parts.push('</svg>');
   return parts.join('\n');
 }
 
