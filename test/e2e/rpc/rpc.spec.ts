@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { createServer } from 'node:net';
+import Redis from 'ioredis';
 import { lastValueFrom } from 'rxjs';
 import { LimiterRegistry } from '../../../lib/nest';
 import { createTestClient, uniquePrefix, warmPool } from '../../support/redis';
@@ -85,6 +86,30 @@ describe('microservice handlers (TCP transport, a real ClientProxy)', () => {
     expect(errorOf(await signIn(PASSWORD))?.code).toBe('RATE_LIMITED'); // the budget is spent
   });
 
+  it('a store failure under fail mode closed is refused as RATE_LIMIT_UNAVAILABLE, not as a budget answer', async () => {
+    await service.close();
+    const dead = new Redis({
+      port: await closedPort(),
+      host: '127.0.0.1',
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
+    try {
+      service = await startMicroservice(rpcApp(dead, uniquePrefix('e2e-rpc'), calls));
+      const error = errorOf(await send('ping'));
+      expect(error).toMatchObject({ code: 'RATE_LIMIT_UNAVAILABLE', policy: 'two' });
+      expect(error?.message).toMatch(/^Rate limiting for policy 'two' is unavailable/);
+      expect(error?.retryAfterMs).toBeGreaterThan(0);
+      expect(errorOf(await send('send-code', { email: 'a@example.com' }))?.code).toBe(
+        'RATE_LIMIT_UNAVAILABLE',
+      );
+      expect(calls.count).toBe(0);
+    } finally {
+      dead.disconnect();
+    }
+  });
+
   it('@Attempt parts come from the payload', async () => {
     expect(await send('send-code', { email: 'alice@example.com' })).toBe(true);
     expect(await send('send-code', { email: ' Alice@Example.com' })).toBe(true);
@@ -95,3 +120,12 @@ describe('microservice handlers (TCP transport, a real ClientProxy)', () => {
     expect(calls.count).toBe(3);
   });
 });
+
+/** A port of 127.0.0.1 that nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
