@@ -6,3 +6,4 @@
  */
 export * from './core';
 export * from './stores';
+export * from './client';
