@@ -75,23 +75,29 @@ interface Footprint {
   bytesPerCaller: number;
 }
 
-/** Key names of one pass: throughput keys carry a run prefix, the memory pass uses defaults. */
-interface Naming {
+/**
+ * Key names and limits of one pass. Throughput: a run prefix and limits that never refuse (every
+ * decision is a spend). Memory: default key names and a realistic 10 per 15 minutes, since a
+ * token bucket or GCRA state under a huge limit refills (and expires) within milliseconds.
+ */
+interface Pass {
   readonly prefix: string;
   policy(algorithm: Algorithm): string;
+  limit(algorithm: Algorithm): number;
+  readonly windowMs: number;
 }
 
 const FLOOR = 'floor: EVALSHA INCR';
 const HOUR_MS = 3_600_000;
-/** Never refuses: every decision is a spend. */
-const NEVER_REFUSES = 1_000_000;
+const MEMORY_LIMIT = 10;
+const MEMORY_WINDOW_MS = 900_000;
 
 function ipOf(i: number): string {
   return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-function contendersFor(client: Redis, naming: Naming, callers: number): Contender[] {
-  const { prefix } = naming;
+function contendersFor(client: Redis, pass: Pass, callers: number): Contender[] {
+  const { prefix, windowMs } = pass;
   const ips = Array.from({ length: callers }, (_, i) => ipOf(i));
   const ipKeys = ips.map((ip) => `ip:${ip}`);
   const pairs = ips.map((ip, i) => [`ip:${ip}`, `email:user${i}@example.com`]);
@@ -106,11 +112,10 @@ function contendersFor(client: Redis, naming: Naming, callers: number): Contende
   const store = new RedisStore({ client, prefix: `${prefix}rl:` });
   for (const algorithm of ALGORITHMS) {
     const limiter = new Limiter(store, {
-      name: naming.policy(algorithm),
+      name: pass.policy(algorithm),
       algorithm,
-      // A sliding log holds one member per spend: a smaller limit keeps its sets realistic.
-      limit: algorithm === 'sliding-log' ? 100_000 : NEVER_REFUSES,
-      window: HOUR_MS,
+      limit: pass.limit(algorithm),
+      window: windowMs,
     });
     list.push(
       {
@@ -129,8 +134,8 @@ function contendersFor(client: Redis, naming: Naming, callers: number): Contende
   const flexible = new RateLimiterRedis({
     storeClient: client,
     keyPrefix: `${prefix}rlflx`,
-    points: NEVER_REFUSES,
-    duration: HOUR_MS / 1000,
+    points: pass.limit('fixed-window'),
+    duration: windowMs / 1000,
   });
   // @nest-lab/throttler-storage-redis as @nestjs/throttler's ThrottlerGuard calls it: the key is
   // the guard's SHA-256 of class, handler, throttler name and tracker.
@@ -150,7 +155,14 @@ function contendersFor(client: Redis, naming: Naming, callers: number): Contende
     {
       name: '@nest-lab/throttler-storage-redis increment',
       kind: 'peer',
-      run: (i) => storage.increment(throttlerKeys[i]!, HOUR_MS, NEVER_REFUSES, HOUR_MS, 'default'),
+      run: (i) =>
+        storage.increment(
+          throttlerKeys[i]!,
+          windowMs,
+          pass.limit('fixed-window'),
+          windowMs,
+          'default',
+        ),
     },
   );
   return list;
@@ -230,7 +242,13 @@ async function main(): Promise<void> {
     const only = options.only ? new RegExp(options.only) : undefined;
     const contenders = contendersFor(
       client,
-      { prefix: runPrefix, policy: (algorithm) => algorithm },
+      {
+        prefix: runPrefix,
+        policy: (algorithm) => algorithm,
+        // Never refuses; a sliding log holds one member per spend, so its limit is capped lower.
+        limit: (algorithm) => (algorithm === 'sliding-log' ? 100_000 : 1_000_000),
+        windowMs: HOUR_MS,
+      },
       options.callers,
     ).filter((c) => c.name === FLOOR || !only || only.test(c.name));
     const memorySpends = 5;
@@ -271,7 +289,7 @@ async function main(): Promise<void> {
     const baseline = await allKeys(client);
     const memoryContenders = contendersFor(
       client,
-      { prefix: '', policy: () => 'api' },
+      { prefix: '', policy: () => 'api', limit: () => MEMORY_LIMIT, windowMs: MEMORY_WINDOW_MS },
       options.sample,
     ).filter((c) => samples.has(c.name));
     for (const contender of memoryContenders) {
@@ -313,7 +331,8 @@ async function main(): Promise<void> {
       `${grouped(options.attempts)} decisions per contender per round over ` +
       `${grouped(options.callers)} callers, ${options.concurrency} in flight on one ioredis ` +
       `client; ${options.rounds} rotated rounds after a warm-up pass; memory after ` +
-      `${memorySpends} decisions for each of ${options.sample} callers, default key names`;
+      `${memorySpends} decisions for each of ${options.sample} callers, limit ${MEMORY_LIMIT} per ` +
+      `${MEMORY_WINDOW_MS / 60_000} min, default key names`;
     const table = markdownTable(
       [
         'contender',
