@@ -40,12 +40,17 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  * and hashed: `' Alice@Example.COM '` and `'alice@example.com'` share a budget and no email sits
  * in Redis in plain text. A missing value counts as one shared "missing" value of that part.
  *
- * Refused → 429 (`Retry-After`, rate-limit headers) and the handler never runs. After the handler
- * returns or throws, the spend is refunded if it called `attempt.refund()` (or `refundOn` says
- * so) and kept otherwise — exactly once; a refund that fails is logged, never sent to the client.
+ * Refused → 429 (`Retry-After`, rate-limit headers) and the handler never runs; in a GraphQL
+ * resolver a {@link RateLimitGraphQLError}, in a gateway a `WsException`, in a microservice an
+ * `RpcException`, each carrying `retryAfterMs`. After the handler returns or throws, the spend is
+ * refunded if it called `attempt.refund()` (or `refundOn` says so) and kept otherwise — exactly
+ * once; a refund that fails is logged, never sent to the client. WebSocket gateways get no global
+ * interceptors from Nest: put `@UseInterceptors(AttemptInterceptor)` on the gateway.
  *
- * @param parts `'ip'` (client IP), `'user'` (`request.user.id`, else `.sub`), a field name looked
- *   up in the body, then the route params, then the query, or a function of the context
+ * @param parts `'ip'` (client IP), `'user'` (`user.id`, else `.sub`), a field name — looked up in
+ *   the HTTP body, then route params, then query; in the GraphQL arguments, then inside object
+ *   arguments; in the WebSocket message data; in the microservice payload — or a function of the
+ *   context
  * @param options `policy` (default: the module's `defaultPolicy`), `cost`, `refundOn`
  * @example
  * ```ts

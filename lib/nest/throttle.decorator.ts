@@ -14,9 +14,12 @@ export interface ThrottleOptions {
  * {@link RedlimitGuard} (per controller with `@UseGuards(RedlimitGuard)`, or app-wide as
  * `APP_GUARD`). A handler's `@Throttle` wins over its controller's.
  *
+ * Works on HTTP routes, GraphQL resolvers, WebSocket gateway handlers and microservice handlers.
  * The default key is the HTTP method + route template + client IP (`POST /items/:id|ip:…`), so
- * endpoints sharing a policy keep separate budgets and `/items/1` and `/items/2` share one. A key
- * function (second argument) replaces it; it may return several keys, charged as one decision.
+ * endpoints sharing a policy keep separate budgets and `/items/1` and `/items/2` share one;
+ * elsewhere the context type + GraphQL `Type.field` or handler `Class.method` + client IP
+ * (`graphql Query.items|ip:…`). A key function (second argument) replaces it; it may return
+ * several keys, charged as one decision.
  *
  * @param policy a policy name from `RedlimitModule.forRoot({ policies })`, or an inline policy
  * @param keyOrOptions a key function, or `{ key?, cost? }`

@@ -4,6 +4,7 @@
  * and the interceptor itself; and platform-ws does not send exceptions to the client (Nest's
  * filter emits them on the server-side socket object), so it has the small filter the README shows.
  */
+import type { IncomingMessage } from 'node:http';
 import {
   type ArgumentsHost,
   Catch,
@@ -17,7 +18,13 @@ import {
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { WsAdapter } from '@nestjs/platform-ws';
-import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
+import {
+  MessageBody,
+  type OnGatewayConnection,
+  SubscribeMessage,
+  WebSocketGateway,
+  WsException,
+} from '@nestjs/websockets';
 import type { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import {
@@ -107,6 +114,22 @@ export function wsApp(client: Redis, prefix: string, calls: Calls): Type {
     }
   }
 
+  /** Keeps the upgrade request on the client, so X-Forwarded-For from a trusted proxy counts. */
+  @WebSocketGateway({ path: '/ws-behind-proxy' })
+  @UseFilters(new ReplyWithExceptionFilter())
+  class ProxiedGateway implements OnGatewayConnection {
+    handleConnection(client: WebSocket & { request?: IncomingMessage }, request: IncomingMessage) {
+      client.request = request;
+    }
+
+    @SubscribeMessage('ping')
+    @UseGuards(RedlimitGuard)
+    @Throttle('two')
+    ping(@MessageBody() { id }: Message) {
+      return { event: 'pong', data: { id } };
+    }
+  }
+
   @Module({
     imports: [
       RedlimitModule.forRoot({
@@ -116,16 +139,17 @@ export function wsApp(client: Redis, prefix: string, calls: Calls): Type {
           two: { algorithm: 'fixed-window', limit: 2, window: '1h' },
           login: { algorithm: 'fixed-window', limit: 2, window: '1h' },
         },
+        clientIp: { trustedProxies: ['loopback'] },
       }),
     ],
-    providers: [ChatGateway],
+    providers: [ChatGateway, ProxiedGateway],
   })
   class WsAppModule {}
 
   return WsAppModule;
 }
 
-/** Boots the app with the ws adapter on a free port of 127.0.0.1; returns it and its ws URL. */
+/** Boots the app with the ws adapter on a free port of 127.0.0.1; returns it and `ws://…:port`. */
 export async function startWsApp(module: Type): Promise<{ app: INestApplication; url: string }> {
   const app = await NestFactory.create(module, {
     logger: collectingLogger([]),
@@ -134,7 +158,7 @@ export async function startWsApp(module: Type): Promise<{ app: INestApplication;
   app.useWebSocketAdapter(new WsAdapter(app));
   await app.listen(0, '127.0.0.1');
   const url = (await app.getUrl()).replace(/^http:\/\/[^:]+/, 'ws://127.0.0.1');
-  return { app, url: `${url}/ws` };
+  return { app, url };
 }
 
 /** A `ws` client that matches replies to messages by id. */
@@ -151,8 +175,11 @@ export class WsClient {
   }
 
   /** Connects, from `localAddress` when given (any 127.x.y.z reaches a server on 127.0.0.1). */
-  static connect(url: string, localAddress?: string): Promise<WsClient> {
-    const socket = new WebSocket(url, localAddress ? { localAddress } : {});
+  static connect(
+    url: string,
+    options: { localAddress?: string; headers?: Record<string, string> } = {},
+  ): Promise<WsClient> {
+    const socket = new WebSocket(url, options);
     return new Promise((resolve, reject) => {
       socket.once('open', () => resolve(new WsClient(socket)));
       socket.once('error', reject);

@@ -11,8 +11,11 @@ describe('WebSocket gateway (@nestjs/platform-ws, a real ws client)', () => {
   let calls: Calls;
   const sockets: WsClient[] = [];
 
-  const connect = async (localAddress?: string): Promise<WsClient> => {
-    const socket = await WsClient.connect(url, localAddress);
+  const connect = async (
+    options: { path?: string; localAddress?: string; headers?: Record<string, string> } = {},
+  ): Promise<WsClient> => {
+    const { path = '/ws', ...rest } = options;
+    const socket = await WsClient.connect(`${url}${path}`, rest);
     sockets.push(socket);
     return socket;
   };
@@ -58,12 +61,29 @@ describe('WebSocket gateway (@nestjs/platform-ws, a real ws client)', () => {
     // Another connection from the same address shares the budget…
     expect(refusedCode(await (await connect()).call('ping'))).toBe('RATE_LIMITED');
     // …another address has its own, and so has another handler.
-    expect((await (await connect('127.0.0.2')).call('ping')).event).toBe('pong');
+    expect((await (await connect({ localAddress: '127.0.0.2' })).call('ping')).event).toBe('pong');
     expect((await first.call('pong')).event).toBe('ping');
 
     const two = app.get(LimiterRegistry).get('two');
     expect((await two.peek('ws ChatGateway.ping|ip:127.0.0.1')).allowed).toBe(false);
     expect((await two.peek('ws ChatGateway.ping|ip:127.0.0.2')).allowed).toBe(true);
+  });
+
+  it('X-Forwarded-For of a trusted proxy counts once the gateway keeps the upgrade request', async () => {
+    const behind = (client: string) =>
+      connect({ path: '/ws-behind-proxy', headers: { 'x-forwarded-for': client } });
+    const first = await behind('198.51.100.7');
+    await first.call('ping');
+    await first.call('ping');
+    expect(refusedCode(await (await behind('198.51.100.7')).call('ping'))).toBe('RATE_LIMITED');
+    expect((await (await behind('198.51.100.8')).call('ping')).event).toBe('pong');
+
+    const two = app.get(LimiterRegistry).get('two');
+    expect((await two.peek('ws ProxiedGateway.ping|ip:198.51.100.7')).allowed).toBe(false);
+    // Without the upgrade request only the peer is known: the header is never read.
+    const direct = await connect({ headers: { 'x-forwarded-for': '198.51.100.9' } });
+    await direct.call('ping');
+    expect((await two.peek('ws ChatGateway.ping|ip:127.0.0.1')).remaining).toBe(0);
   });
 
   it('a key function sees the message data', async () => {
