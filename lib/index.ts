@@ -7,3 +7,4 @@
 export * from './core';
 export * from './stores';
 export * from './client';
+export * from './metrics';

@@ -9,6 +9,7 @@
  */
 export * from '../core';
 export * from '../stores';
+export * from '../metrics';
 export { Attempt } from './attempt.decorator';
 export * from './attempt.interceptor';
 export * from './client-ip.util';
@@ -23,6 +24,7 @@ export * from './rate-limit-headers.util';
 export * from './rate-limit.exception';
 export * from './redlimit-config.error';
 export * from './redlimit-connection.service';
+export * from './redlimit-events.service';
 export * from './redlimit-http.service';
 export * from './redlimit-options.interface';
 export * from './redlimit.constants';

@@ -4,6 +4,7 @@ import { Limiter, type LimiterOptions } from '../core/limiter';
 import { type PolicyOptions, resolvePolicy } from '../core/policy';
 import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
 import { RedlimitConnection } from './redlimit-connection.service';
+import { RedlimitEvents } from './redlimit-events.service';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /** Store failures are logged at most once per policy in this interval. */
@@ -34,8 +35,10 @@ export class LimiterRegistry {
   constructor(
     private readonly connection: RedlimitConnection,
     @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
+    events: RedlimitEvents,
   ) {
     this.limiterOptions = {
+      events,
       ...(options.failMode !== undefined && { failMode: options.failMode }),
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
       ...(options.failureRetryAfterMs !== undefined && {

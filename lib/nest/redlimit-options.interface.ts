@@ -1,6 +1,9 @@
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { StoreFailure } from '../core/decision';
+import type { DecisionListener } from '../core/events';
 import type { FailMode, PolicyOptions } from '../core/policy';
+import type { OpenTelemetryMetricsOptions } from '../metrics/opentelemetry.metrics';
+import type { PrometheusMetricsOptions } from '../metrics/prometheus.metrics';
 import type { RedisClient } from '../stores/redis.store';
 import type { Store } from '../stores/store.interface';
 
@@ -58,6 +61,30 @@ export interface ClientIpOptions {
   readonly ipv6Subnet?: number;
 }
 
+/**
+ * Which metrics the module records from its decision events (see `RedlimitEvents`):
+ *
+ * - `'prometheus'`: prom-client's default `register` (the one `@willsoto/nestjs-prometheus`
+ *   serves), same as `{ prometheus: true }`; `{ prometheus: { registry, prefix, buckets } }` for
+ *   another registry;
+ * - `'opentelemetry'`: the global meter provider's `redlimit` meter, same as
+ *   `{ opentelemetry: true }`; `{ opentelemetry: { meter, buckets } }` for another meter;
+ * - both at once as `{ prometheus: true, opentelemetry: true }`; `false` or unset: none.
+ *
+ * The package asked for (`prom-client`, `@opentelemetry/api`) must be installed, or the app fails
+ * to boot with a `MissingPeerDependencyError` naming it.
+ *
+ * @example
+ * RedlimitModule.forRoot({ redis: process.env.REDIS_URL, metrics: 'prometheus' });
+ * RedlimitModule.forRoot({ redis: process.env.REDIS_URL, metrics: { prometheus: { registry } } });
+ */
+export type RedlimitMetricsOptions = {
+  /** Prometheus metrics through prom-client: `true` for its default `register`. */
+  readonly prometheus?: boolean | PrometheusMetricsOptions;
+  /** OpenTelemetry metrics through `@opentelemetry/api`: `true` for the global meter provider. */
+  readonly opentelemetry?: boolean | OpenTelemetryMetricsOptions;
+};
+
 /** A policy in {@link RedlimitModuleOptions.policies}: its name is its key in the record. */
 export type PolicyDefinition = Omit<PolicyOptions, 'name'>;
 
@@ -112,4 +139,15 @@ export interface RedlimitModuleOptions {
    * `Logger` (context `Redlimit`), at most one per policy every 10 s.
    */
   readonly onStoreFailure?: (failure: StoreFailure, policy: string) => void;
+  /**
+   * Metrics recorded from every decision of the module's limiters. Default: none. See
+   * {@link RedlimitMetricsOptions}.
+   */
+  readonly metrics?: 'prometheus' | 'opentelemetry' | false | RedlimitMetricsOptions;
+  /**
+   * Called with every decision event of the module's limiters (consume, peek, refund; keys only as
+   * hashes). It must not throw (a throw is reported as a process warning). Inject
+   * `RedlimitEvents` to subscribe from a provider instead.
+   */
+  readonly onDecision?: DecisionListener;
 }

@@ -7,13 +7,14 @@ import {
   RedlimitConfigurableModule,
 } from './redlimit.module-definition';
 import { RedlimitConnection } from './redlimit-connection.service';
+import { RedlimitEvents } from './redlimit-events.service';
 import { RedlimitHttp } from './redlimit-http.service';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /**
- * Rate limiting on Redis for a Nest app: provides {@link LimiterRegistry}, {@link RedlimitHttp}
- * and {@link RedlimitConnection}, serves `@Attempt` and backs {@link RedlimitGuard}. Global by
- * default (`isGlobal: false` to scope it).
+ * Rate limiting on Redis for a Nest app: provides {@link LimiterRegistry}, {@link RedlimitHttp},
+ * {@link RedlimitConnection} and {@link RedlimitEvents}, serves `@Attempt` and backs
+ * {@link RedlimitGuard}. Global by default (`isGlobal: false` to scope it).
  *
  * @example
  * ```ts
@@ -36,10 +37,11 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
       useFactory: (options: RedlimitModuleOptions) => RedlimitConnection.open(options),
       inject: [REDLIMIT_OPTIONS],
     },
+    RedlimitEvents,
     LimiterRegistry,
     RedlimitHttp,
   ],
-  exports: [RedlimitConnection, LimiterRegistry, RedlimitHttp],
+  exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp],
 })
 export class RedlimitModule extends RedlimitConfigurableModule {
   /**
