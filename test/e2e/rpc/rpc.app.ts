@@ -1,10 +1,11 @@
 /**
  * Fixture: a microservice on the TCP transport with @Throttle and @Attempt handlers, reached
- * through a real ClientProxy.
+ * through a real ClientProxy. RedlimitGuard is both global (with a default policy) and on the
+ * controller: each message is still charged once.
  */
 import type { AddressInfo, Server } from 'node:net';
 import { Controller, type INestMicroservice, Module, type Type, UseGuards } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import { APP_GUARD, NestFactory } from '@nestjs/core';
 import {
   type ClientProxy,
   ClientProxyFactory,
@@ -15,7 +16,7 @@ import {
   Transport,
 } from '@nestjs/microservices';
 import type { Redis } from 'ioredis';
-import { Attempt, RedlimitGuard, RedlimitModule, Throttle } from '../../../lib/nest';
+import { Attempt, RedlimitGuard, RedlimitModule, SkipThrottle, Throttle } from '../../../lib/nest';
 import { collectingLogger } from '../support/app';
 
 export const PASSWORD = 'correct horse battery staple';
@@ -54,7 +55,14 @@ export function rpcApp(client: Redis, prefix: string, calls: Calls): Type {
       return 'ok';
     }
 
+    /** No @Throttle: the global guard applies the default policy. */
+    @MessagePattern('plain')
+    plain(): string {
+      return 'ok';
+    }
+
     @MessagePattern('sign-in')
+    @SkipThrottle()
     signIn(
       @Payload() { password }: SignIn,
       @Attempt(['ip', 'email'], { policy: 'login' }) attempt: Attempt,
@@ -67,6 +75,7 @@ export function rpcApp(client: Redis, prefix: string, calls: Calls): Type {
 
     /** Every message costs. */
     @MessagePattern('send-code')
+    @SkipThrottle()
     sendCode(@Attempt('email', { policy: 'login' }) _attempt: Attempt): boolean {
       calls.count++;
       return true;
@@ -82,9 +91,11 @@ export function rpcApp(client: Redis, prefix: string, calls: Calls): Type {
           two: { algorithm: 'fixed-window', limit: 2, window: '1h' },
           login: { algorithm: 'fixed-window', limit: 2, window: '1h' },
         },
+        defaultPolicy: 'two',
       }),
     ],
     controllers: [AccountsController],
+    providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
   })
   class RpcAppModule {}
 

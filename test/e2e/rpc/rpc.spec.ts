@@ -66,6 +66,12 @@ describe('microservice handlers (TCP transport, a real ClientProxy)', () => {
     expect((await two.peek('rpc AccountsController.pong|ip:127.0.0.1')).allowed).toBe(true);
   });
 
+  it('the global guard limits handlers without @Throttle by the default policy', async () => {
+    expect(await send('plain')).toBe('ok');
+    expect(await send('plain')).toBe('ok');
+    expect(errorOf(await send('plain'))).toMatchObject({ code: 'RATE_LIMITED', policy: 'two' });
+  });
+
   it('a key function sees the payload', async () => {
     expect(await send('by-tenant', { tenant: 'acme' })).toBe('ok');
     expect(await send('by-tenant', { tenant: 'acme' })).toBe('ok');
