@@ -316,6 +316,7 @@ async function main(): Promise<void> {
           c.name,
           grouped(of('perSecond')),
           relative(c.name, FLOOR).toFixed(2),
+          middleHalf(runs.map((s, r) => s.perSecond / floorRuns[r]!.perSecond)),
           of('p50').toFixed(2),
           of('p99').toFixed(2),
           relative(c.name, FLOOR, 'p99').toFixed(2),
@@ -338,6 +339,7 @@ async function main(): Promise<void> {
         'contender',
         'decisions/s',
         '× floor',
+        'middle half of rounds',
         'p50 ms',
         'p99 ms',
         'p99 × floor',
@@ -360,7 +362,9 @@ async function main(): Promise<void> {
       'Method: each round runs every contender once, in an order rotated by one each round; a',
       "contender's ratio is its rate (or p99) divided by the floor's in the same round, and the",
       'median of those per-round ratios is reported (absolute numbers drift on a shared machine;',
-      'ratios taken within a round much less). decisions/s, p50 and p99 are medians over the rounds.',
+      'ratios taken within a round much less), with the middle half of the per-round ratios (25th',
+      'to 75th percentile) to show how well rounds agree. decisions/s, p50 and p99 are medians over',
+      'the rounds.',
       '"Redis µs (commands)" is `INFO commandstats` time of the commands the client sent (a script',
       'counts once, with what it runs inside) after `CONFIG RESETSTAT`; "Redis CPU" is the server',
       'process\'s user + system CPU (`INFO cpu`), which adds networking and parsing; "Node CPU" is',
@@ -398,6 +402,12 @@ async function main(): Promise<void> {
     admin.disconnect();
     await redis.stop();
   }
+}
+
+/** The interquartile range of per-round ratios, `0.52–0.58`: how much the rounds agree. */
+function middleHalf(ratios: readonly number[]): string {
+  const sorted = [...ratios].sort((a, b) => a - b);
+  return `${quantile(sorted, 0.25).toFixed(2)}–${quantile(sorted, 0.75).toFixed(2)}`;
 }
 
 /** The issue's targets, each with what was measured and by how much it is met or missed. */
