@@ -22,13 +22,20 @@ export interface CliRun {
   readonly ms: number;
 }
 
+let buildRoot: string | undefined;
 let built: string | undefined;
 
-/** lib/ transpiled to CommonJS in a temp dir (removed when the worker exits); the path of main.js. */
+/** Removes the transpiled command (call in afterAll). */
+export function removeBuiltCli(): void {
+  if (buildRoot) fs.rmSync(buildRoot, { recursive: true, force: true });
+  buildRoot = built = undefined;
+}
+
+/** lib/ transpiled to CommonJS in a temp dir (see {@link removeBuiltCli}); the path of main.js. */
 function builtMain(): string {
   if (built) return built;
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'redlimit-cli-'));
-  process.on('exit', () => fs.rmSync(root, { recursive: true, force: true }));
+  buildRoot = root;
   const compilerOptions: ts.CompilerOptions = {
     module: ts.ModuleKind.CommonJS,
     target: ts.ScriptTarget.ES2022,

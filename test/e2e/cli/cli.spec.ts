@@ -3,9 +3,10 @@ import { redisUrl, uniquePrefix } from '../../support/redis';
 import { getFreePort } from '../../support/redis-server';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import { cliApp, PASSWORD } from './cli.app';
-import { CLI_HANG_MS, redlimit } from './cli.process';
+import { CLI_HANG_MS, redlimit, removeBuiltCli } from './cli.process';
 
 jest.setTimeout(60_000);
+afterAll(removeBuiltCli);
 
 const POLICIES = 'login=sliding-window:3/15m,links=sliding-window:2/1h';
 
