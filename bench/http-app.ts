@@ -1,18 +1,30 @@
 // One Nest 11 app for bench/http.ts, run in its own child process (forked with ts-node):
 //   http-app.ts <express|fastify> <bare|redlimit|throttler> <redis url> <redlimit key prefix>
-// The same GET /hello in all three variants: no limiter; @Throttle + RedlimitGuard (fixed window,
-// a limit that never refuses); @nestjs/throttler's ThrottlerGuard with @nest-lab's Redis storage.
+// The same GET /hello in every variant: no limiter; @Throttle + RedlimitGuard (fixed window, a
+// limit that never refuses); @nestjs/throttler's ThrottlerGuard with @nest-lab's Redis storage;
+// and, to tell what an app-wide interceptor alone costs, no limiter + a no-op APP_INTERCEPTOR
+// (RedlimitModule registers one for @Attempt).
 // Listens on a free port, reports it to the parent over IPC, and answers { cpu } on request.
 import 'reflect-metadata';
-import { Controller, Get, Module, type Type, UseGuards } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
+import {
+  type CallHandler,
+  Controller,
+  Get,
+  Injectable,
+  Module,
+  type NestInterceptor,
+  type Type,
+  UseGuards,
+} from '@nestjs/common';
+import { APP_INTERCEPTOR, NestFactory } from '@nestjs/core';
+import type { Observable } from 'rxjs';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { RedlimitGuard, RedlimitModule, Throttle } from '../lib/nest';
 
 export type Platform = 'express' | 'fastify';
-export type Variant = 'bare' | 'redlimit' | 'throttler';
+export type Variant = 'bare' | 'interceptor' | 'redlimit' | 'throttler';
 
 /** Messages from the app to the parent. */
 export type AppMessage = { port: number } | { cpuUs: number };
@@ -25,6 +37,14 @@ class BareController {
   @Get('hello')
   hello(): { hello: string } {
     return { hello: 'world' };
+  }
+}
+
+/** Passes every call through: what Nest's interceptor machinery costs, and nothing else. */
+@Injectable()
+class PassThroughInterceptor implements NestInterceptor {
+  intercept(_context: unknown, next: CallHandler): Observable<unknown> {
+    return next.handle();
   }
 }
 
@@ -50,6 +70,7 @@ class ThrottlerController {
 function appModule(variant: Variant, url: string, prefix: string): Type {
   const imports = {
     bare: [],
+    interceptor: [],
     redlimit: [
       RedlimitModule.forRoot({
         redis: url,
@@ -66,10 +87,15 @@ function appModule(variant: Variant, url: string, prefix: string): Type {
   }[variant];
   const controller = {
     bare: BareController,
+    interceptor: BareController,
     redlimit: RedlimitController,
     throttler: ThrottlerController,
   }[variant];
-  @Module({ imports, controllers: [controller] })
+  const providers =
+    variant === 'interceptor'
+      ? [{ provide: APP_INTERCEPTOR, useClass: PassThroughInterceptor }]
+      : [];
+  @Module({ imports, controllers: [controller], providers })
   class BenchAppModule {}
   return BenchAppModule;
 }

@@ -3,7 +3,7 @@
 // @nestjs/throttler's ThrottlerGuard on @nest-lab/throttler-storage-redis.
 //
 //   npm run bench:http -- [--duration 5] [--connections 32] [--rounds 5] [--warmup 3]
-//     [--platforms express,fastify] [--redis URL] [--out bench/results] [--no-write]
+//     [--platforms express,fastify] [--interceptor] [--redis URL] [--out bench/results] [--no-write]
 //
 // Each app runs in its own child process (bench/http-app.ts), all of them started before the
 // first round and idle while another is measured; autocannon runs here, in the parent. On a
@@ -37,12 +37,15 @@ const USAGE = `npm run bench:http -- [options]
   --rounds N        measured rounds, order rotated each round (default 5)
   --warmup S        seconds of warm-up per app before the rounds (default 3)
   --platforms LIST  express,fastify (default both)
+  --interceptor     also run the no-limiter app with a no-op APP_INTERCEPTOR (what Nest's
+                    interceptor machinery alone costs; RedlimitModule registers one for @Attempt)
   --redis URL       Redis to use (default: REDIS_URL, else a private redis-server)
   --out DIR         where http.md and http.svg go (default bench/results)
   --no-write        print the tables only`;
 
 const VARIANTS: ReadonlyArray<{ variant: Variant; name: string; kind: Bar['kind'] }> = [
   { variant: 'bare', name: 'no limiter', kind: 'reference' },
+  { variant: 'interceptor', name: 'no limiter + no-op APP_INTERCEPTOR', kind: 'reference' },
   { variant: 'redlimit', name: '@Throttle + RedlimitGuard', kind: 'ours' },
   { variant: 'throttler', name: 'ThrottlerGuard + throttler-storage-redis', kind: 'peer' },
 ];
@@ -116,6 +119,7 @@ async function main(): Promise<void> {
       rounds: 5,
       warmup: 3,
       platforms: 'express,fastify',
+      interceptor: false,
       redis: '',
       out: RESULTS_DIR,
       'no-write': false,
@@ -133,7 +137,10 @@ async function main(): Promise<void> {
   try {
     const host = machine(await redisVersion(admin));
     for (const platform of platforms) {
-      for (const entry of VARIANTS) apps.push(await startApp(platform, entry, redis.url, prefix));
+      for (const entry of VARIANTS.filter(
+        (v) => options.interceptor || v.variant !== 'interceptor',
+      ))
+        apps.push(await startApp(platform, entry, redis.url, prefix));
     }
     const progress = new ProgressBar(apps.length * (options.rounds + 1));
     for (const app of apps) {
