@@ -72,7 +72,7 @@ export class AttemptInterceptor implements NestInterceptor {
     const begun = request ? request[REQUEST_ATTEMPT] : scopedAttempt(context.getArgs());
     if (begun !== undefined) return next.handle(); // a second interceptor
     const response = contextResponse(context);
-    const limiter = this.registry.resolve(metadata.policy);
+    const limiter = await this.registry.resolveFor(metadata.policy, context);
     const keys = await Promise.all(
       metadata.parts.map((part, i) => this.resolvePart(context, part, i)),
     );
@@ -93,7 +93,8 @@ export class AttemptInterceptor implements NestInterceptor {
   }
 
   /**
-   * The caller key of one part: `ip:<hash>`, `user:<hash>`, `<field>:<hash>` or, for a function
+   * The caller key of one part: `ip:<hash>`, `user:<hash>`, `apiKey:<hash>` (the API key header;
+   * the `ip` key without one), `<field>:<hash>` or, for a function
    * part, `<function name or "part<index>">:<hash>`. Missing values map to `<name>:-`. Fields come
    * from the HTTP body/params/query, the GraphQL arguments, the WebSocket message data or the
    * microservice payload ({@link contextField}); `'user'` from {@link contextUserId}.
@@ -112,6 +113,11 @@ export class AttemptInterceptor implements NestInterceptor {
       return this.http.attemptKey('ip', this.http.clientIp(contextRequest(context) ?? {}));
     }
     if (part === 'user') return this.http.attemptKey('user', contextUserId(context));
+    if (part === 'apiKey') {
+      // The API key header, hashed; anonymous callers are charged by their IP instead.
+      const request = contextRequest(context) ?? {};
+      return this.http.apiKey(request) ?? this.http.attemptKey('ip', this.http.clientIp(request));
+    }
     return this.http.attemptKey(part, contextField(context, part));
   }
 

@@ -10,6 +10,7 @@
 export * from '../core';
 export * from '../stores';
 export * from '../metrics';
+export * from '../client';
 export { Attempt } from './attempt.decorator';
 export * from './attempt.interceptor';
 export * from './client-ip.util';

@@ -20,3 +20,15 @@ export function attemptKey(name: string, value: string | undefined, secret?: str
   const hash = secret ? createHmac('sha256', secret) : createHash('sha256');
   return `${name}:${hash.update(normalized).digest('base64url').slice(0, 22)}`;
 }
+
+/**
+ * An API key's hash for caller keys: like {@link attemptKey} but case-sensitive (API keys are),
+ * trimmed only. HMAC-SHA-256 with `secret` when given, else SHA-256; 128 bits, base64url.
+ *
+ * @example
+ * `apiKey:${apiKeyHash('sk_live_abc')}`; // what @Throttle(…, { by: 'apiKey' }) charges
+ */
+export function apiKeyHash(value: string, secret?: string): string {
+  const hash = secret ? createHmac('sha256', secret) : createHash('sha256');
+  return hash.update(value.trim()).digest('base64url').slice(0, 22);
+}

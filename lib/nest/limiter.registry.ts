@@ -1,9 +1,18 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import {
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type Type,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { Decision, StoreFailure } from '../core/decision';
 import { Limiter, type LimiterOptions } from '../core/limiter';
 import { type PolicyOptions, resolvePolicy } from '../core/policy';
 import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
 import { RedlimitConnection } from './redlimit-connection.service';
+import type { PolicyRef, PolicyResolverService } from './redlimit.metadata';
 import { RedlimitEvents } from './redlimit-events.service';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
@@ -31,11 +40,14 @@ export class LimiterRegistry {
   private readonly limiterOptions: LimiterOptions;
   /** The module's `defaultPolicy`, if any. */
   readonly defaultPolicy: string | undefined;
+  /** The module's `defaultPolicyScope`: budgets of the default layer per route, or app-wide. */
+  readonly defaultPolicyScope: 'route' | 'app';
 
   constructor(
     private readonly connection: RedlimitConnection,
     @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
     events: RedlimitEvents,
+    @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.limiterOptions = {
       events,
@@ -52,6 +64,13 @@ export class LimiterRegistry {
       this.register({ ...definition, name });
     }
     this.defaultPolicy = options.defaultPolicy;
+    const scope = options.defaultPolicyScope ?? 'route';
+    if (scope !== 'route' && scope !== 'app') {
+      throw new RangeError(
+        `RedlimitModule defaultPolicyScope must be 'route' or 'app'; got ${JSON.stringify(scope)}`,
+      );
+    }
+    this.defaultPolicyScope = scope;
     if (this.defaultPolicy !== undefined) this.get(this.defaultPolicy);
   }
 
@@ -123,6 +142,39 @@ export class LimiterRegistry {
     return limiter;
   }
 
+  /**
+   * Like {@link resolve}, and also runs a policy resolver for the call: a function
+   * `(ctx) => name`, or a {@link PolicyResolverService} provider class (taken from the app's
+   * injector). A resolver that throws, returns something other than a string, or names no
+   * registered policy fails the call with an error saying so: a server error, never a silent pass.
+   */
+  async resolveFor(policy: PolicyRef | undefined, context: ExecutionContext): Promise<Limiter> {
+    if (typeof policy !== 'function') return this.resolve(policy);
+    let name: unknown;
+    if (isResolverClass(policy)) {
+      let service: PolicyResolverService;
+      try {
+        service = this.moduleRef!.get(policy, { strict: false });
+      } catch {
+        throw new Error(
+          `redlimit: the policy resolver ${policy.name} is not a provider; add it to the providers of a module`,
+        );
+      }
+      name = await service.resolvePolicy(context);
+    } else {
+      name = await (policy as (context: ExecutionContext) => unknown)(context);
+    }
+    if (typeof name !== 'string' || !this.limiters.has(name)) {
+      const known = [...this.limiters.keys()].map((n) => `'${n}'`).join(', ');
+      throw new Error(
+        `redlimit: the policy resolver ${policy.name ? `${policy.name} ` : ''}returned ` +
+          `${typeof name === 'string' ? `'${name}'` : String(name)}, which is not a registered policy` +
+          (known ? `; known policies: ${known}` : ''),
+      );
+    }
+    return this.get(name);
+  }
+
   private logFailure(failure: StoreFailure, policy: string): void {
     const now = performance.now();
     if (now - (this.lastFailureLogAt.get(policy) ?? -Infinity) < FAILURE_LOG_INTERVAL_MS) return;
@@ -143,4 +195,10 @@ export class LimiterRegistry {
       `Could not refund a spend of policy '${decision.policy}'; the cost was kept (${reason})`,
     );
   }
+}
+
+/** Whether a function is a resolver provider class (it has `resolvePolicy` on its prototype). */
+function isResolverClass(fn: unknown): fn is Type<PolicyResolverService> {
+  const prototype = (fn as { prototype?: { resolvePolicy?: unknown } }).prototype;
+  return typeof prototype?.resolvePolicy === 'function';
 }

@@ -32,9 +32,11 @@ export function rateLimitHeaders(
 ): Record<string, string> {
   if (style === false || decision.failure) return {};
   const headers: Record<string, string> = {};
-  const resetSeconds = decision.allowed
-    ? Math.ceil(decision.resetAfterMs / 1000)
-    : retryAfterSeconds(decision.retryAfterMs);
+  // A layer of a refused stack that fitted has no wait of its own: it reports its reset time.
+  const resetSeconds =
+    decision.allowed || decision.retryAfterMs === 0
+      ? Math.ceil(decision.resetAfterMs / 1000)
+      : retryAfterSeconds(decision.retryAfterMs);
   if (style === 'ietf' || style === 'both') {
     const itemName = (index: number): string =>
       sfString(index === 0 ? policy.name : `${policy.name}.${index}`);
@@ -50,6 +52,29 @@ export function rateLimitHeaders(
     headers['X-RateLimit-Limit'] = String(decision.limit);
     headers['X-RateLimit-Remaining'] = String(decision.remaining);
     headers['X-RateLimit-Reset'] = String(resetSeconds);
+  }
+  return headers;
+}
+
+/**
+ * The rate-limit headers of a stacked decision (several policies as one): IETF `RateLimit-Policy`
+ * and `RateLimit` list every layer, in order; the legacy `X-RateLimit-*` headers, which hold one
+ * limit, describe the layer at `shown` (the refusing one, or the one with the least left).
+ *
+ * @example
+ * stackedRateLimitHeaders([{ decision: ip, policy: ipPolicy }, { decision: plan, policy: planPolicy }], 1, 'ietf');
+ * // { 'RateLimit-Policy': '"ip";q=5;w=60, "plan-pro";q=4;w=60', RateLimit: '"ip";r=3;t=60, "plan-pro";r=1;t=60' }
+ */
+export function stackedRateLimitHeaders(
+  layers: ReadonlyArray<{ readonly decision: Decision; readonly policy: ResolvedPolicy }>,
+  shown: number,
+  style: RateLimitHeaderStyle,
+): Record<string, string> {
+  const each = layers.map(({ decision, policy }) => rateLimitHeaders(decision, policy, style));
+  const headers: Record<string, string> = { ...each[shown] };
+  for (const name of ['RateLimit-Policy', 'RateLimit']) {
+    const items = each.map((h) => h[name]).filter((v): v is string => v !== undefined);
+    if (items.length > 0) headers[name] = items.join(', ');
   }
   return headers;
 }

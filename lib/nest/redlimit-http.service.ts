@@ -8,8 +8,12 @@ import {
   peerAddress,
   setResponseHeader,
 } from './http-request.util';
-import { attemptKey } from './key-hash.util';
-import { rateLimitHeaders, retryAfterSeconds } from './rate-limit-headers.util';
+import { apiKeyHash, attemptKey } from './key-hash.util';
+import {
+  rateLimitHeaders,
+  retryAfterSeconds,
+  stackedRateLimitHeaders,
+} from './rate-limit-headers.util';
 import { rateLimitHttpException } from './rate-limit.exception';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-options.interface';
@@ -30,6 +34,7 @@ export class RedlimitHttp {
   readonly headerStyle: RateLimitHeaderStyle;
   private readonly resolveClientIp: ClientIpResolver;
   private readonly keySecret: string | undefined;
+  private readonly apiKeyHeader: string;
 
   constructor(@Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions) {
     const style = options.headers ?? 'ietf';
@@ -41,6 +46,23 @@ export class RedlimitHttp {
     this.headerStyle = style;
     this.resolveClientIp = createClientIpResolver(options.clientIp);
     this.keySecret = options.keySecret;
+    const header = options.apiKey?.header ?? 'x-api-key';
+    if (typeof header !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(header)) {
+      throw new TypeError(
+        `RedlimitModule apiKey.header must be an HTTP header name; got ${JSON.stringify(header)}`,
+      );
+    }
+    this.apiKeyHeader = header.toLowerCase();
+  }
+
+  /**
+   * The caller's API key as a caller key, `apiKey:<hash>` (never the key itself), from the
+   * configured header; `undefined` when the request carries none.
+   */
+  apiKey(request: HttpRequestLike): string | undefined {
+    const raw = request.headers?.[this.apiKeyHeader];
+    const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+    return value ? `apiKey:${apiKeyHash(value, this.keySecret)}` : undefined;
   }
 
   /**
@@ -51,13 +73,49 @@ export class RedlimitHttp {
     return this.resolveClientIp(peerAddress(request), request.headers?.['x-forwarded-for']);
   }
 
-  /** Sets the rate-limit headers of the decision (per the `headers` option) on a response. */
+  /**
+   * Sets the rate-limit headers of the decision (per the `headers` option) on a response, and
+   * the soft-limit warning when the decision carries one ({@link applyWarning}).
+   */
   applyHeaders(response: HttpResponseLike, decision: Decision, policy: ResolvedPolicy): void {
     for (const [name, value] of Object.entries(
       rateLimitHeaders(decision, policy, this.headerStyle),
     )) {
       setResponseHeader(response, name, value);
     }
+    if (decision.warning) this.applyWarning(response, decision);
+  }
+
+  /**
+   * Sets the rate-limit headers of a stacked decision: every layer in the IETF headers, the layer
+   * at `shown` in the legacy ones (see {@link stackedRateLimitHeaders}); and the soft-limit
+   * warning of the first layer past its threshold.
+   */
+  applyStackHeaders(
+    response: HttpResponseLike,
+    layers: ReadonlyArray<{ readonly decision: Decision; readonly policy: ResolvedPolicy }>,
+    shown: number,
+  ): void {
+    for (const [name, value] of Object.entries(
+      stackedRateLimitHeaders(layers, shown, this.headerStyle),
+    )) {
+      setResponseHeader(response, name, value);
+    }
+    const warned = layers.find(({ decision }) => decision.allowed && decision.warning);
+    if (warned) this.applyWarning(response, warned.decision);
+  }
+
+  /**
+   * Sets `RateLimit-Warning: "<policy>";q=<limit>;r=<remaining>` for a decision allowed past its
+   * policy's soft limit (`warnAt`), unless the `headers` option is `false`.
+   */
+  applyWarning(response: HttpResponseLike, decision: Decision): void {
+    if (this.headerStyle === false || !decision.warning) return;
+    setResponseHeader(
+      response,
+      'RateLimit-Warning',
+      `"${decision.policy}";q=${decision.limit};r=${decision.remaining}`,
+    );
   }
 
   /**

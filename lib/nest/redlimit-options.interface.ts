@@ -115,10 +115,23 @@ export interface RedlimitModuleOptions {
   /** Named policies, available to `@Throttle('name')`, `@Attempt(…, { policy })` and the registry. */
   readonly policies?: Readonly<Record<string, PolicyDefinition>>;
   /**
-   * Policy of `@Attempt` without `options.policy`, and of every route a global `RedlimitGuard`
-   * sees that has no `@Throttle` (routes with `@SkipThrottle()` excepted). Default: none.
+   * Policy of `@Attempt` without `options.policy`, and a layer on every call a `RedlimitGuard`
+   * sees: alone where there is no `@Throttle`, stacked with the `@Throttle` layers elsewhere (as
+   * one decision), unless a layer overrides or the call is skipped with `@SkipThrottle()`.
+   * Default: none.
    */
   readonly defaultPolicy?: string;
+  /**
+   * Budget of the `defaultPolicy` layer: `'route'` (default) per route and caller, `'app'` one per
+   * caller across every route (e.g. a global per-IP limit for everyone).
+   */
+  readonly defaultPolicyScope?: 'route' | 'app';
+  /**
+   * The API key of `@Throttle(…, { by: 'apiKey' })` and of the `'apiKey'` part of `@Attempt`: which
+   * request header carries it. Default `{ header: 'x-api-key' }`. The key is only ever stored and
+   * logged hashed (with `keySecret` when set).
+   */
+  readonly apiKey?: { readonly header?: string };
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

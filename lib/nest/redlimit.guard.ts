@@ -1,6 +1,6 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Decision } from '../core/decision';
-import type { Limiter } from '../core/limiter';
+import { Limiter } from '../core/limiter';
 import { contextRefusal } from './context-refusal.util';
 import {
   contextRequest,
@@ -59,17 +59,60 @@ export class RedlimitGuard implements CanActivate {
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     if (redlimitContextType(context) === undefined) return true;
-    const throttle = this.throttleFor(context);
-    if (!throttle || this.alreadyCharged(context) || (await this.shouldSkip(context))) return true;
-    const limiter = this.registry.resolve(throttle.policy);
-    const keys = throttle.key
-      ? await throttle.key(context)
-      : await this.generateKeys(context, await this.getTracker(context), limiter);
-    const decision = await limiter.consume(keys, { cost: throttle.cost });
+    const layers = this.throttlesFor(context);
+    if (layers.length === 0 || this.alreadyCharged(context) || (await this.shouldSkip(context))) {
+      return true;
+    }
+    const parts = await Promise.all(
+      layers.map(async (layer) => {
+        const limiter = await this.registry.resolveFor(layer.policy, context);
+        const keys = await this.keysFor(context, layer, limiter);
+        return { limiter, keys, cost: layer.cost };
+      }),
+    );
+    const unique = dedupe(parts);
     const response = contextResponse(context);
-    if (response) this.http.applyHeaders(response, decision, limiter.policy);
+    let decision: Decision;
+    if (unique.length === 1) {
+      const [{ limiter, keys, cost }] = unique as [(typeof unique)[number]];
+      decision = await limiter.consume(keys, { cost });
+      if (response) this.http.applyHeaders(response, decision, limiter.policy);
+    } else {
+      const stacked = await Limiter.consumeAll(unique);
+      // The response describes the refusing layer, else the one with the least left.
+      let shown = 0;
+      stacked.decisions.forEach((d, i) => {
+        const least = d.remaining < stacked.decisions[shown]!.remaining;
+        if (stacked.refusedBy ? d === stacked.refusedBy : least) shown = i;
+      });
+      decision = stacked.decisions[shown]!;
+      if (response) {
+        const layers = stacked.decisions.map((d, i) => ({
+          decision: d,
+          policy: unique[i]!.limiter.policy,
+        }));
+        this.http.applyStackHeaders(response, layers, shown);
+      }
+    }
     if (decision.allowed) return true;
     return this.throwRefusal(context, decision);
+  }
+
+  /** The caller keys of one layer: its key function's, else by tracker and scope. */
+  private async keysFor(
+    context: ExecutionContext,
+    layer: ThrottleMetadata,
+    limiter: Limiter,
+  ): Promise<string | readonly string[]> {
+    if (layer.key) return layer.key(context);
+    const request = contextRequest(context);
+    const apiKey = layer.by === 'apiKey' && request ? this.http.apiKey(request) : undefined;
+    if (apiKey !== undefined) {
+      return layer.scope === 'app' ? apiKey : `${this.routeOf(context)}|${apiKey}`;
+    }
+    const tracker = await this.getTracker(context);
+    if (layer.scope === 'app') return `ip:${tracker}`;
+    return this.generateKeys(context, tracker, limiter);
   }
 
   /**
@@ -93,15 +136,22 @@ export class RedlimitGuard implements CanActivate {
     tracker: string,
     _limiter: Limiter,
   ): string | string[] | Promise<string | string[]> {
+    return `${this.routeOf(context)}|ip:${tracker}`;
+  }
+
+  /**
+   * What separates routes in default keys: `GET /items/:id` over HTTP (HEAD counted as GET), else
+   * `graphql Query.items`, `ws ChatGateway.send`, `rpc MathController.sum`.
+   */
+  private routeOf(context: ExecutionContext): string {
     const type = redlimitContextType(context);
-    if (type !== 'http')
-      return `${type ?? context.getType()} ${contextRoute(context)}|ip:${tracker}`;
+    if (type !== 'http') return `${type ?? context.getType()} ${contextRoute(context)}`;
     const request = context.switchToHttp().getRequest<HttpRequestLike>();
     const route =
       routeTemplate(request) ?? `${context.getClass().name}.${context.getHandler().name}`;
     // HEAD is served by the GET handler on Express and Fastify: one route, one budget.
     const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'HTTP');
-    return `${method} ${route}|ip:${tracker}`;
+    return `${method} ${route}`;
   }
 
   /** Whether to let a request through without spending. Default: never. */
@@ -138,12 +188,34 @@ export class RedlimitGuard implements CanActivate {
     return false;
   }
 
-  /** `@Throttle` of the handler, else of its controller, else the default policy; none if skipped. */
-  protected throttleFor(context: ExecutionContext): ThrottleMetadata | undefined {
-    const { throttle } = readRedlimitMetadata(context.getHandler(), context.getClass());
-    if (throttle === false) return undefined;
-    if (throttle) return throttle;
+  /**
+   * The layers that apply to the call: the controller's and the handler's `@Throttle`, plus the
+   * module's default policy (unless a layer overrides or `@SkipThrottle()` says otherwise).
+   */
+  protected throttlesFor(context: ExecutionContext): readonly ThrottleMetadata[] {
+    const { throttle, exclusive } = readRedlimitMetadata(context.getHandler(), context.getClass());
+    if (throttle === false) return [];
+    const layers = throttle ?? [];
     const fallback = this.registry.defaultPolicy;
-    return fallback === undefined ? undefined : { policy: fallback };
+    if (exclusive || fallback === undefined) return layers;
+    const scope = this.registry.defaultPolicyScope;
+    return [{ policy: fallback, ...(scope === 'app' && { scope }) }, ...layers];
   }
+}
+
+/**
+ * Layers naming the same policy with the same keys collapse into one (the later, more specific
+ * one): a stack spends each policy on each key once.
+ */
+function dedupe<P extends { limiter: Limiter; keys: string | readonly string[] }>(
+  parts: readonly P[],
+): P[] {
+  const out: P[] = [];
+  for (const part of parts) {
+    const same = (p: P) => p.limiter === part.limiter && String(p.keys) === String(part.keys);
+    const at = out.findIndex(same);
+    if (at >= 0) out.splice(at, 1);
+    out.push(part);
+  }
+  return out;
 }

@@ -1,4 +1,4 @@
-import type { ExecutionContext } from '@nestjs/common';
+import type { ExecutionContext, Type } from '@nestjs/common';
 import type { PolicyOptions } from '../core/policy';
 import { REDLIMIT_METADATA } from './redlimit.constants';
 
@@ -7,18 +7,64 @@ export type ThrottleKeyFn = (
   context: ExecutionContext,
 ) => string | readonly string[] | Promise<string | readonly string[]>;
 
+/**
+ * Chooses a policy per call, e.g. from the plan of the caller's API key: returns a registered
+ * policy name (sync or async). An unknown name fails the call with a server error, never a pass.
+ */
+export type PolicyResolver = (context: ExecutionContext) => string | Promise<string>;
+
+/**
+ * A provider that chooses the policy per call and can use other services (a plan lookup with its
+ * own cache, say): pass the class to `@Throttle`/`@Attempt` and list it in a module's providers.
+ *
+ * @example
+ * @Injectable()
+ * export class PlanPolicy implements PolicyResolverService {
+ *   constructor(private readonly plans: PlansService) {}
+ *   async resolvePolicy(ctx: ExecutionContext) {
+ *     return `plan-${await this.plans.planOf(ctx.switchToHttp().getRequest().headers['x-api-key'])}`;
+ *   }
+ * }
+ */
+export interface PolicyResolverService {
+  /** The registered policy name for this call. */
+  resolvePolicy(context: ExecutionContext): string | Promise<string>;
+}
+
+/**
+ * A decorator's policy: a registered name, an inline policy, a resolver function run per call, or
+ * a {@link PolicyResolverService} provider class.
+ */
+export type PolicyRef = string | PolicyOptions | PolicyResolver | Type<PolicyResolverService>;
+
+/** Who a call is charged to by default: the client IP, or the API key (the IP without one). */
+export type ThrottleTracker = 'ip' | 'apiKey';
+
 /** What `@Throttle` records on a handler or controller. */
 export interface ThrottleMetadata {
-  /** A policy name, or an inline policy (registered on first use). */
-  readonly policy: string | PolicyOptions;
-  /** Replaces the default key (method + route template + client IP). */
+  /** A policy name, an inline policy (registered on first use), or a resolver run per call. */
+  readonly policy: PolicyRef;
+  /** Replaces the default key (method + route template + tracker). */
   readonly key?: ThrottleKeyFn;
   /** Units charged per request. Default 1. */
   readonly cost?: number;
+  /** Who is charged when there is no key function. Default `'ip'`. */
+  readonly by?: ThrottleTracker;
+  /**
+   * `'route'` (default): one budget per route and caller; `'app'`: one budget per caller across
+   * every route with this layer (e.g. a per-plan limit over the whole API).
+   */
+  readonly scope?: 'route' | 'app';
+  /** This layer replaces the controller's layers and the default policy instead of stacking. */
+  readonly override?: boolean;
 }
 
-/** A request value `@Attempt` keys on: `'ip'`, `'user'`, a field name, or a function. */
-export type AttemptPart = 'ip' | 'user' | (string & Record<never, never>) | AttemptPartFn;
+/**
+ * A request value `@Attempt` keys on: `'ip'`, `'user'`, `'apiKey'` (the API key header, or the
+ * client IP without one), a field name, or a function.
+ */
+export type AttemptPart =
+  'ip' | 'user' | 'apiKey' | (string & Record<never, never>) | AttemptPartFn;
 
 /** A computed part of an `@Attempt` key; `undefined` or `''` counts as a missing value. */
 export type AttemptPartFn = (
@@ -31,8 +77,8 @@ export type AttemptOutcome =
 
 /** Options of `@Attempt(parts, options)`. */
 export interface AttemptOptions {
-  /** Policy name or inline policy. Default: the module's `defaultPolicy`. */
-  readonly policy?: string | PolicyOptions;
+  /** Policy name, inline policy or per-call resolver. Default: the module's `defaultPolicy`. */
+  readonly policy?: PolicyRef;
   /** Units charged on every key. Default 1. */
   readonly cost?: number;
   /**
@@ -54,9 +100,22 @@ export interface AttemptMetadata extends AttemptOptions {
  * {@link REDLIMIT_METADATA}. `throttle: false` is `@SkipThrottle()`.
  */
 export interface RedlimitMetadata {
-  /** `@Throttle` settings, or `false` for `@SkipThrottle()`. */
-  readonly throttle?: ThrottleMetadata | false;
+  /** `@Throttle` layers of this target, top decorator first; `false` for `@SkipThrottle()`. */
+  readonly throttle?: readonly ThrottleMetadata[] | false;
   /** `@Attempt` settings (handlers only). */
+  readonly attempt?: AttemptMetadata;
+}
+
+/** The `@Throttle` layers that apply to one handler; see {@link readRedlimitMetadata}. */
+export interface EffectiveRedlimitMetadata {
+  /** Every layer that applies, controller's first; `false` when the handler is skipped. */
+  readonly throttle?: readonly ThrottleMetadata[] | false;
+  /**
+   * True when the layers stand alone: a layer overrides, or the controller has
+   * `@SkipThrottle()` and the handler its own `@Throttle`. The default policy is then not added.
+   */
+  readonly exclusive?: boolean;
+  /** `@Attempt` settings of the handler. */
   readonly attempt?: AttemptMetadata;
 }
 
@@ -72,20 +131,30 @@ export function defineRedlimitMetadata(target: object, patch: RedlimitMetadata):
 }
 
 /**
- * The redlimit metadata that applies to a handler: each field from the handler when it sets it,
- * else from its controller (so a handler's `@Throttle` beats its controller's `@SkipThrottle()`
- * and the other way round).
+ * The redlimit metadata that applies to a handler. `@Throttle` layers stack: the controller's and
+ * the handler's all apply, as one decision (and the guard adds the module's default policy),
+ * unless a handler layer has `override: true` (then only the handler's layers apply). A handler's
+ * `@SkipThrottle()` skips everything; a controller's skips the controller's layers and the
+ * default, leaving the handler's own.
  *
  * @example
  * const { throttle } = readRedlimitMetadata(context.getHandler(), context.getClass());
  */
-export function readRedlimitMetadata(handler: object, controller: object): RedlimitMetadata {
+export function readRedlimitMetadata(
+  handler: object,
+  controller: object,
+): EffectiveRedlimitMetadata {
   const own = Reflect.getMetadata(REDLIMIT_METADATA, handler) as RedlimitMetadata | undefined;
   const inherited = Reflect.getMetadata(REDLIMIT_METADATA, controller) as
     RedlimitMetadata | undefined;
-  const throttle = own?.throttle ?? inherited?.throttle;
-  return {
-    ...(throttle !== undefined && { throttle }),
-    ...(own?.attempt !== undefined && { attempt: own.attempt }),
-  };
+  const attempt = own?.attempt !== undefined ? { attempt: own.attempt } : {};
+  if (own?.throttle === false) return { throttle: false, ...attempt };
+  const mine = own?.throttle ?? [];
+  if (inherited?.throttle === false) {
+    if (mine.length === 0) return { throttle: false, ...attempt };
+    return { throttle: mine, exclusive: true, ...attempt };
+  }
+  if (mine.some((layer) => layer.override)) return { throttle: mine, exclusive: true, ...attempt };
+  const layers = [...(inherited?.throttle ?? []), ...mine];
+  return { ...(layers.length > 0 && { throttle: layers }), ...attempt };
 }

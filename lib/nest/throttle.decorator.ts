@@ -1,18 +1,40 @@
-import type { PolicyOptions } from '../core/policy';
-import { defineRedlimitMetadata, type ThrottleKeyFn } from './redlimit.metadata';
+import { REDLIMIT_METADATA } from './redlimit.constants';
+import {
+  defineRedlimitMetadata,
+  type PolicyRef,
+  type RedlimitMetadata,
+  type ThrottleKeyFn,
+  type ThrottleMetadata,
+} from './redlimit.metadata';
 
 /** Options of `@Throttle(policy, options)`. */
 export interface ThrottleOptions {
-  /** Replaces the default key (method + route template + client IP). */
+  /** Replaces the default key (method + route template + tracker). */
   readonly key?: ThrottleKeyFn;
   /** Units charged per request: a whole number from 1 to the policy's smallest limit. Default 1. */
   readonly cost?: number;
+  /**
+   * Who is charged without a key function: `'ip'` (default) or `'apiKey'`, the API key header
+   * (module option `apiKey.header`, default `x-api-key`) hashed, or the client IP when a request
+   * has none.
+   */
+  readonly by?: 'ip' | 'apiKey';
+  /**
+   * `'route'` (default): a budget per route and caller; `'app'`: one budget per caller across
+   * every route this layer covers (a per-plan or per-IP limit over the whole API).
+   */
+  readonly scope?: 'route' | 'app';
+  /** Replace the controller's layers and the default policy instead of stacking on them. */
+  readonly override?: boolean;
 }
 
 /**
  * Rate-limits a handler, or every handler of a controller, with a policy. Enforced by
  * {@link RedlimitGuard} (per controller with `@UseGuards(RedlimitGuard)`, or app-wide as
- * `APP_GUARD`). A handler's `@Throttle` wins over its controller's.
+ * `APP_GUARD`). Layers stack: a controller's `@Throttle`, a handler's (several on one target
+ * are allowed) and the module's `defaultPolicy` all apply to a request, checked and spent as ONE
+ * atomic decision: allowed only if every layer allows, a refusal spends on none and names the
+ * layer's policy. `override: true` on a handler's layer replaces the others instead.
  *
  * Works on HTTP routes, GraphQL resolvers, WebSocket gateway handlers and microservice handlers.
  * The default key is the HTTP method + route template + client IP (`POST /items/:id|ip:…`), so
@@ -21,38 +43,64 @@ export interface ThrottleOptions {
  * (`graphql Query.items|ip:…`). A key function (second argument) replaces it; it may return
  * several keys, charged as one decision.
  *
- * @param policy a policy name from `RedlimitModule.forRoot({ policies })`, or an inline policy
- * @param keyOrOptions a key function, or `{ key?, cost? }`
+ * @param policy a policy name from `RedlimitModule.forRoot({ policies })`, an inline policy, or a
+ *   resolver `(ctx) => name` run per request (e.g. the plan of the caller's API key)
+ * @param keyOrOptions a key function, or `{ key?, cost?, by?, scope?, override? }`
  * @example
  * ```ts
  * @Controller('links')
  * @UseGuards(RedlimitGuard)
- * @Throttle('api')
+ * @Throttle((ctx) => plans.of(ctx), { by: 'apiKey', scope: 'app' }) // the caller's plan, API-wide
  * export class LinksController {
- *   @Post()
- *   @Throttle('links', (ctx) => `user:${ctx.switchToHttp().getRequest<{ user: { id: string } }>().user.id}`)
- *   create() {}
+ *   @Post('export')
+ *   @Throttle('export', { by: 'apiKey' }) // stacked on the plan: one decision
+ *   export() {}
+ *
+ *   @Get('status')
+ *   @Throttle('status', { override: true }) // only this layer here
+ *   status() {}
  * }
  * ```
  */
 export function Throttle(
-  policy: string | PolicyOptions,
+  policy: PolicyRef,
   keyOrOptions?: ThrottleKeyFn | ThrottleOptions,
 ): ClassDecorator & MethodDecorator {
-  if (typeof policy !== 'string' && (policy === null || typeof policy !== 'object')) {
-    throw new TypeError('@Throttle() needs a policy name or a policy object');
+  if (
+    typeof policy !== 'string' &&
+    typeof policy !== 'function' &&
+    (policy === null || typeof policy !== 'object')
+  ) {
+    throw new TypeError('@Throttle() needs a policy name, a policy object or a policy resolver');
   }
   const options: ThrottleOptions =
     typeof keyOrOptions === 'function' ? { key: keyOrOptions } : (keyOrOptions ?? {});
   if (options.key !== undefined && typeof options.key !== 'function') {
     throw new TypeError('@Throttle() key must be a function of the ExecutionContext');
   }
-  const throttle = {
+  if (options.by !== undefined && options.by !== 'ip' && options.by !== 'apiKey') {
+    throw new TypeError(
+      `@Throttle() by must be 'ip' or 'apiKey'; got ${JSON.stringify(options.by)}`,
+    );
+  }
+  if (options.scope !== undefined && options.scope !== 'route' && options.scope !== 'app') {
+    throw new TypeError(
+      `@Throttle() scope must be 'route' or 'app'; got ${JSON.stringify(options.scope)}`,
+    );
+  }
+  const layer: ThrottleMetadata = {
     policy,
     ...(options.key && { key: options.key }),
     ...(options.cost !== undefined && { cost: options.cost }),
+    ...(options.by !== undefined && { by: options.by }),
+    ...(options.scope !== undefined && { scope: options.scope }),
+    ...(options.override === true && { override: true }),
   };
   return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
-    defineRedlimitMetadata(descriptor ? (descriptor.value as object) : target, { throttle });
+    const on = descriptor ? (descriptor.value as object) : target;
+    const current = Reflect.getOwnMetadata(REDLIMIT_METADATA, on) as RedlimitMetadata | undefined;
+    const layers: readonly ThrottleMetadata[] = current?.throttle || [];
+    // Decorators apply bottom-up: keep the topmost first.
+    defineRedlimitMetadata(on, { throttle: [layer, ...layers] });
   };
 }

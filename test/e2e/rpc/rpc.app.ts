@@ -50,7 +50,10 @@ export function rpcApp(client: Redis, prefix: string, calls: Calls): Type {
     }
 
     @MessagePattern('by-tenant')
-    @Throttle('two', (ctx) => `tenant:${ctx.switchToRpc().getData<{ tenant: string }>().tenant}`)
+    @Throttle('two', {
+      key: (ctx) => `tenant:${ctx.switchToRpc().getData<{ tenant: string }>().tenant}`,
+      override: true, // the tenant's budget alone, not stacked on the default policy
+    })
     byTenant(): string {
       return 'ok';
     }

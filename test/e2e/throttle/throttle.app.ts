@@ -26,11 +26,18 @@ class SharedPolicyController {
     return { id };
   }
 
-  /** The handler's @Throttle wins over the controller's. */
+  /** The handler's layer replaces the controller's (and the default policy). */
   @Get('roomy')
-  @Throttle('five')
+  @Throttle('five', { override: true })
   roomy(): string {
     return 'roomy';
+  }
+
+  /** Stacked: default 'three' + controller 'two' + handler 'five', one decision. */
+  @Get('stacked')
+  @Throttle('five')
+  stacked(): string {
+    return 'stacked';
   }
 
   @Get('free')
@@ -69,7 +76,7 @@ class GlobalController {
   }
 
   @Post('burst')
-  @Throttle('five')
+  @Throttle('five', { override: true })
   burst(): string {
     return 'burst';
   }

@@ -20,8 +20,9 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
   it('limit 2: 200, 200, then 429 with Retry-After ≥ 1, the headers and a body naming the policy', async () => {
     const first = await app.request('/shared/a');
     expect(first.status).toBe(200);
-    expect(first.headers.get('ratelimit-policy')).toBe('"two";q=2;w=60');
-    expect(first.headers.get('ratelimit')).toMatch(/^"two";r=1;t=\d+$/);
+    // The controller's 'two' stacks on the APP_GUARD's default 'three': both are listed.
+    expect(first.headers.get('ratelimit-policy')).toBe('"three";q=3;w=60, "two";q=2;w=60');
+    expect(first.headers.get('ratelimit')).toMatch(/^"three";r=2;t=\d+, "two";r=1;t=\d+$/);
     expect((await app.request('/shared/a')).status).toBe(200);
 
     const refused = await app.request('/shared/a');
@@ -30,7 +31,9 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     expect(Number.isInteger(retryAfter)).toBe(true);
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(90); // sliding window, 2 per minute: at most 1.5 windows
-    expect(refused.headers.get('ratelimit')).toBe(`"two";r=0;t=${retryAfter}`);
+    expect(refused.headers.get('ratelimit')).toMatch(
+      new RegExp(`^"three";r=1;t=\\d+, "two";r=0;t=${retryAfter}$`),
+    );
     expect(await refused.json()).toMatchObject({
       statusCode: 429,
       policy: 'two',
@@ -61,9 +64,23 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     expect((await app.request('/shared/a')).status).toBe(429);
   });
 
-  it("a handler's @Throttle wins over its controller's", async () => {
+  it("a handler's @Throttle with override replaces its controller's and the default", async () => {
     const codes = await statuses(Array.from({ length: 6 }, () => app.request('/shared/roomy')));
     expect(codes.sort()).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+
+  it('layers stack: default, controller and handler policies decide as one; the tightest refuses', async () => {
+    const codes = await statuses(Array.from({ length: 4 }, () => app.request('/shared/stacked')));
+    expect(codes.sort()).toEqual([200, 200, 429, 429]);
+    const refused = await app.request('/shared/stacked');
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ policy: 'two' }); // the refusing layer
+    expect(refused.headers.get('ratelimit-policy')).toBe(
+      '"three";q=3;w=60, "two";q=2;w=60, "five";q=5;w=60',
+    );
+    // Refusals spent nothing on the other layers: 'five' on this route still has 3 of 5.
+    const five = await app.request('/shared/roomy'); // another route: its own budget
+    expect(five.status).toBe(200);
   });
 
   it('a custom key function replaces the default key', async () => {
