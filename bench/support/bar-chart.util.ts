@@ -31,15 +31,16 @@ const LEGEND: Record<Bar['kind'], string> = {
 };
 
 const ROW = 22;
-const LABEL_WIDTH = 300;
 const PLOT_WIDTH = 420;
 const TOP = 76;
 
 export function barChartSvg(chart: BarChart): string {
+  // About 7 px per character at 12 px, in whatever sans-serif the viewer has.
+  const labelWidth = 20 + 7 * Math.max(20, ...chart.bars.map((b) => b.label.length));
   const max = Math.max(1.2, ...chart.bars.map((b) => b.value)) * 1.08;
-  const x = (value: number) => LABEL_WIDTH + (value / max) * PLOT_WIDTH;
+  const x = (value: number) => labelWidth + (value / max) * PLOT_WIDTH;
   const height = TOP + chart.bars.length * ROW + 46;
-  const width = LABEL_WIDTH + PLOT_WIDTH + 70;
+  const width = labelWidth + PLOT_WIDTH + 70;
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" ` +
       `viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
@@ -77,8 +78,8 @@ export function barChartSvg(chart: BarChart): string {
     const y = TOP + i * ROW;
     const end = x(Math.max(0, bar.value));
     parts.push(
-      `<text x="${LABEL_WIDTH - 8}" y="${y + 15}" text-anchor="end">${escape(bar.label)}</text>`,
-      `<rect x="${LABEL_WIDTH}" y="${y + 4}" width="${(end - LABEL_WIDTH).toFixed(1)}" ` +
+      `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${escape(bar.label)}</text>`,
+      `<rect x="${labelWidth}" y="${y + 4}" width="${(end - labelWidth).toFixed(1)}" ` +
         `height="${ROW - 8}" fill="${COLOURS[bar.kind]}"/>`,
       `<text x="${(end + 4).toFixed(1)}" y="${y + 15}" fill="#333333" stroke="#ffffff" ` +
         `stroke-width="3" paint-order="stroke">${bar.value.toFixed(2)}×</text>`,
