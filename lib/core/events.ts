@@ -7,9 +7,12 @@ import type { Decision } from './decision';
  *   fallback did: then `failure` is set too);
  * - `failed-open`: the store failed and the policy allowed without enforcing;
  * - `failed-closed`: the store failed and the policy refused;
+ * - `refused-elsewhere`: a part of a stacked decision that fitted, left unspent because another
+ *   part refused (so dashboards blame only the policy that refused);
  * - `refunded`: a spend was given back.
  */
-export type DecisionOutcome = 'allowed' | 'refused' | 'failed-open' | 'failed-closed' | 'refunded';
+export type DecisionOutcome =
+  'allowed' | 'refused' | 'refused-elsewhere' | 'failed-open' | 'failed-closed' | 'refunded';
 
 /** Which limiter operation an event reports. */
 export type DecisionOperation = 'consume' | 'peek' | 'refund';
@@ -106,9 +109,11 @@ export function decisionEvent(
   decision: Decision,
   latencyMs: number,
   stacked = false,
+  refusedElsewhere = false,
 ): DecisionEvent {
   const { failure } = decision;
   let outcome: DecisionOutcome = decision.allowed ? 'allowed' : 'refused';
+  if (refusedElsewhere) outcome = 'refused-elsewhere';
   if (failure?.failMode === 'open') outcome = 'failed-open';
   if (failure?.failMode === 'closed') outcome = 'failed-closed';
   return withKeyHashes(

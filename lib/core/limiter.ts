@@ -1,4 +1,5 @@
 import { MemoryStore } from '../stores/memory.store';
+import { sequentialStack } from '../stores/sequential-stack';
 import type { Store, SpendRequest, SpendResult, StackResult } from '../stores/store.interface';
 import { Attempt } from './attempt';
 import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
@@ -250,19 +251,19 @@ export class Limiter {
       timeoutMs = Math.min(timeoutMs, part.limiter.timeoutMs);
       return request;
     });
-    const store = first!.store as Required<Store>;
-    if (typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function') {
-      throw new TypeError(`${caller}(): the store does not implement consumeStack/peekStack`);
-    }
+    const store = first!.store;
     const startedAt = monotonicNow();
     const deadlineAt = startedAt + timeoutMs;
     const stack = requests.map((request) => ({ ...request, deadlineAt }));
     const limiters = parts.map((part) => part.limiter);
     let decisions: Decision[];
     try {
-      const pending: Promise<StackResult> = spend
-        ? store.consumeStack(stack)
-        : store.peekStack(stack);
+      const pending: Promise<StackResult> =
+        typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function'
+          ? sequentialStack(store, stack, spend) // a store written before stacks
+          : spend
+            ? store.consumeStack(stack)
+            : store.peekStack(stack);
       const result = await withTimeout(pending, timeoutMs, (late) => {
         // The caller was already answered without these spends: give them back.
         if (spend && late.allowed) {
@@ -274,10 +275,11 @@ export class Limiter {
       decisions = await Promise.all(limiters.map((l, i) => l.failed(stack[i]!, spend, error)));
       if (!decisions.every((d) => d.allowed)) {
         // Parts that the fallback charged are given back: a stack spends on all parts or none.
+        // Parts that allowed (open, or the fallback) are refused with the stack.
         decisions = await Promise.all(
           decisions.map(async (d, i) => {
-            if (!d.receipt.spent) return d;
-            await limiters[i]!.refund(d).catch(() => undefined);
+            if (!d.allowed) return d;
+            if (d.receipt.spent) await limiters[i]!.refund(d).catch(() => undefined);
             return Object.freeze({
               ...d,
               allowed: false,
@@ -288,18 +290,22 @@ export class Limiter {
       }
     }
     decisions.forEach((d, i) => stackOwners.set(d, limiters[i]!));
-    const latencyMs = monotonicNow() - startedAt;
-    decisions.forEach((d, i) => {
-      const events = limiters[i]!.options.events;
-      if (events?.active)
-        events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true));
-    });
     const allowed = decisions.every((d) => d.allowed);
     let refusedBy: Decision | undefined;
     for (const d of decisions) {
-      if (d.allowed || (d.blockedBy === undefined && d.failure === undefined)) continue;
+      // A refusal on budget (this part's own), or the store failing under fail mode closed.
+      const refusing = d.blockedBy !== undefined || d.failure?.failMode === 'closed';
+      if (d.allowed || !refusing) continue;
       if (!refusedBy || d.retryAfterMs > refusedBy.retryAfterMs) refusedBy = d;
     }
+    const latencyMs = monotonicNow() - startedAt;
+    decisions.forEach((d, i) => {
+      const events = limiters[i]!.options.events;
+      if (!events?.active) return;
+      // A part that fitted, left unspent because another part refused.
+      const elsewhere = !allowed && d !== refusedBy && !d.blockedBy && !d.failure;
+      events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true, elsewhere));
+    });
     return Object.freeze({
       allowed,
       decisions: Object.freeze(decisions),

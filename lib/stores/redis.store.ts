@@ -119,12 +119,12 @@ export class RedisStore implements Store {
         await this.compensate(request, charged, spendId);
         // The refusing group cannot see the others: peek the rest for an honest Retry-After.
         const later = groups.slice(g + 1);
-        const peeks = await Promise.all(
+        const peeks = await settled(
           later.map(async (rest) => ({
             indices: rest,
             result: await this.decide(part(request, rest), false),
           })),
-        ).catch(() => []);
+        );
         return merge(request, [...charged, { indices, result }, ...peeks]);
       }
       charged.push({ indices, result });
@@ -162,12 +162,13 @@ export class RedisStore implements Store {
       if (!answer.allowed) {
         await this.compensateStack(requests, charged, spendId);
         const later = groups.slice(g + 1);
-        const peeks = await Promise.all(
+        // Peeks that fail are left out: the refusal stands, its Retry-After a lower bound.
+        const peeks = await settled(
           later.map(async (rest) => ({
             group: rest,
             results: (await this.decideStack(narrow(requests, rest), false)).results,
           })),
-        ).catch(() => []);
+        );
         return mergeStack(requests, [...charged, { group, results }, ...peeks], false);
       }
       charged.push({ group, results });
@@ -556,6 +557,12 @@ function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequ
   return out;
 }
 
+/** The values of the promises that fulfilled, in order (the rejected ones are left out). */
+async function settled<T>(promises: ReadonlyArray<Promise<T>>): Promise<T[]> {
+  const outcomes = await Promise.allSettled(promises);
+  return outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
+}
+
 /** The earliest deadline of a stack's requests. */
 function earliest(requests: readonly SpendRequest[]): number | undefined {
   let at: number | undefined;
@@ -580,7 +587,21 @@ function mergeStack(
   }
   let refusingIndex = -1;
   let refusingWait = 0;
+  const at = groups[0]!.results[0]!.at;
   const results = requests.map((request, r) => {
+    // A request whose keys all sit in groups that could not be read (a failed peek after the
+    // refusal): nothing is known of it, and nothing was spent on it.
+    if (perRequest[r]!.length === 0) {
+      return {
+        allowed,
+        remaining: 0,
+        limitIndex: 0,
+        retryAfterMs: 0,
+        resetAfterMs: 0,
+        blockedKeyIndex: -1,
+        at,
+      };
+    }
     const merged = merge(request, perRequest[r]!, allowed);
     // The longest wait refuses; ties go to the first request (as the script chooses).
     if (merged.blockedKeyIndex >= 0 && (refusingIndex < 0 || merged.retryAfterMs > refusingWait)) {

@@ -68,7 +68,7 @@ describe.each(stores)('$name store: decision events', (backend) => {
     expect(seen.map((e) => `${e.policy}:${e.outcome}:${String(e.stacked)}`)).toEqual([
       'ip:allowed:true',
       'export:allowed:true',
-      'ip:refused:true',
+      'ip:refused-elsewhere:true',
       'export:refused:true',
     ]);
   });
@@ -134,6 +134,37 @@ describe('decision events when the store fails', () => {
         'closed:failed-closed',
       ]);
       expect(seen[1]!.failure).toMatch(/^(error|timeout)$/);
+    } finally {
+      client.disconnect();
+      await server.stop().catch(() => undefined);
+    }
+  });
+
+  it('a stack with an open and a closed part, the store down: refused as a whole, blamed on the closed part', async () => {
+    const server = await startRedisServer();
+    const client = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    await new Promise((resolve) => client.once('ready', resolve));
+    const events = new DecisionEvents();
+    const seen: DecisionEvent[] = [];
+    events.on((e) => seen.push(e));
+    try {
+      const store = new RedisStore({ client, prefix: 'events-stack-fail:' });
+      const quiet = { events, onStoreFailure: () => undefined, timeoutMs: 300 };
+      const open = new Limiter(store, { ...policyOf('open'), failMode: 'open' }, quiet);
+      const closed = new Limiter(store, { ...policyOf('closed'), failMode: 'closed' }, quiet);
+      await server.stop();
+      const stacked = await Limiter.consumeAll([
+        { limiter: open, keys: 'k' },
+        { limiter: closed, keys: 'k' },
+      ]);
+      expect(stacked.allowed).toBe(false);
+      expect(stacked.decisions.map((d) => d.allowed)).toEqual([false, false]);
+      expect(stacked.refusedBy?.policy).toBe('closed');
+      expect(stacked.retryAfterMs).toBeGreaterThan(0);
+      expect(seen.map((e) => `${e.policy}:${e.outcome}`)).toEqual([
+        'open:failed-open',
+        'closed:failed-closed',
+      ]);
     } finally {
       client.disconnect();
       await server.stop().catch(() => undefined);

@@ -5,9 +5,12 @@ import {
   type Decision,
   Limiter,
   MemoryStore,
+  RedisStore,
   type StackedDecision,
+  storageKey,
   type Store,
 } from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('stack');
@@ -123,92 +126,139 @@ describe.each(stores)('$name store: several policies as one decision', (backend)
     expect((await open.peek(['x', 'y'], { cost: 9 })).allowed).toBe(true);
   });
 
-  it('behaves exactly like its parts checked one by one, then charged only if all allow', async () => {
-    // Differential: every stacked call on the backend against a MemoryStore shadow where each
-    // part is peeked alone and, only if all allow, consumed alone.
-    const part = fc.record({
-      policy: fc.integer({ min: 0, max: 2 }),
-      keys: fc.subarray(['a', 'b', 'c'], { minLength: 1, maxLength: 2 }),
-      cost: fc.integer({ min: 1, max: 2 }),
+  /** The backend's store as a store written before stacks: no consumeStack/peekStack. */
+  const withoutStacks = (store: Store): Store => ({
+    consume: (r) => store.consume(r),
+    peek: (r) => store.peek(r),
+    refund: (r) => store.refund(r),
+    reset: (r) => store.reset(r),
+  });
+
+  it.each([
+    ['', (s: Store) => s],
+    [' (a store without consumeStack: spent part by part, given back on refusal)', withoutStacks],
+  ])(
+    'behaves exactly like its parts checked one by one, then charged only if all allow%s',
+    async (_, wrap) => {
+      // Differential: every stacked call on the backend against a MemoryStore shadow where each
+      // part is peeked alone and, only if all allow, consumed alone.
+      const part = fc.record({
+        policy: fc.integer({ min: 0, max: 2 }),
+        keys: fc.subarray(['a', 'b', 'c'], { minLength: 1, maxLength: 2 }),
+        cost: fc.integer({ min: 1, max: 2 }),
+      });
+      const step = fc.oneof(
+        {
+          weight: 4,
+          arbitrary: fc.record({ parts: fc.array(part, { minLength: 1, maxLength: 3 }) }),
+        },
+        { weight: 1, arbitrary: fc.record({ advance: fc.integer({ min: 1, max: 1_500 }) }) },
+        { weight: 1, arbitrary: fc.record({ refund: fc.nat() }) },
+      );
+      const algorithms = fc.tuple(
+        fc.constantFrom(...ALGORITHMS),
+        fc.constantFrom(...ALGORITHMS),
+        fc.constantFrom(...ALGORITHMS),
+      );
+      await fc.assert(
+        fc.asyncProperty(algorithms, fc.array(step, { maxLength: 25 }), async (algos, steps) => {
+          const clock = new TestClock();
+          const store = wrap(backend.store(clock));
+          const shadow = new MemoryStore({ clock: clock.read });
+          const policy = (s: Store, i: number) =>
+            new Limiter(s, {
+              name: `p${i}`,
+              algorithm: algos[i]!,
+              limits: [
+                { limit: 3 + i, window: 1_000 + 300 * i },
+                { limit: 5 + i, window: 3_000 },
+              ],
+            });
+          const real = [0, 1, 2].map((i) => policy(store, i));
+          const model = [0, 1, 2].map((i) => policy(shadow, i));
+          const spends: Array<{ real: StackedDecision; model: Array<[number, Decision]> }> = [];
+          for (const s of steps) {
+            if ('advance' in s) {
+              clock.advance(s.advance);
+              continue;
+            }
+            if ('refund' in s) {
+              const spend = spends[s.refund % Math.max(1, spends.length)];
+              if (!spend) continue;
+              await Limiter.refundAll(spend.real);
+              for (const [i, d] of spend.model) await model[i]!.refund(d);
+              continue;
+            }
+            // One part per policy (a policy's keys in one part), as consumeAll requires.
+            const byPolicy = new Map<number, { keys: Set<string>; cost: number }>();
+            for (const p of s.parts) {
+              const entry = byPolicy.get(p.policy) ?? { keys: new Set<string>(), cost: p.cost };
+              p.keys.forEach((k) => entry.keys.add(k));
+              byPolicy.set(p.policy, entry);
+            }
+            const chosen = [...byPolicy.entries()];
+            const stacked = await Limiter.consumeAll(
+              chosen.map(([i, { keys, cost }]) => ({ limiter: real[i]!, keys: [...keys], cost })),
+            );
+            const peeks = await Promise.all(
+              chosen.map(([i, { keys, cost }]) => model[i]!.peek([...keys], { cost })),
+            );
+            const allowed = peeks.every((d) => d.allowed);
+            expect(stacked.allowed).toBe(allowed);
+            // A peek answers as if it spent; a refused stack spent nothing on any part.
+            expect(stacked.decisions.map((d) => d.remaining)).toEqual(
+              peeks.map((d, n) =>
+                allowed || !d.allowed ? d.remaining : d.remaining + chosen[n]![1].cost,
+              ),
+            );
+            if (!allowed) {
+              const waits = peeks.filter((d) => !d.allowed).map((d) => d.retryAfterMs);
+              expect(stacked.retryAfterMs).toBe(Math.max(...waits));
+              continue;
+            }
+            const charged: Array<[number, Decision]> = [];
+            for (const [i, { keys, cost }] of chosen) {
+              charged.push([i, await model[i]!.consume([...keys], { cost })]);
+            }
+            spends.push({ real: stacked, model: charged });
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    },
+  );
+
+  it('on Cluster, a refusal stands when a later slot group cannot be peeked', async () => {
+    if (backend.name !== 'cluster') return;
+    const store = backend.store(new TestClock()) as RedisStore;
+    const p1 = new Limiter(store, {
+      name: 'p1',
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: '1h',
     });
-    const step = fc.oneof(
-      {
-        weight: 4,
-        arbitrary: fc.record({ parts: fc.array(part, { minLength: 1, maxLength: 3 }) }),
-      },
-      { weight: 1, arbitrary: fc.record({ advance: fc.integer({ min: 1, max: 1_500 }) }) },
-      { weight: 1, arbitrary: fc.record({ refund: fc.nat() }) },
-    );
-    const algorithms = fc.tuple(
-      fc.constantFrom(...ALGORITHMS),
-      fc.constantFrom(...ALGORITHMS),
-      fc.constantFrom(...ALGORITHMS),
-    );
-    await fc.assert(
-      fc.asyncProperty(algorithms, fc.array(step, { maxLength: 25 }), async (algos, steps) => {
-        const clock = new TestClock();
-        const store = backend.store(clock);
-        const shadow = new MemoryStore({ clock: clock.read });
-        const policy = (s: Store, i: number) =>
-          new Limiter(s, {
-            name: `p${i}`,
-            algorithm: algos[i]!,
-            limits: [
-              { limit: 3 + i, window: 1_000 + 300 * i },
-              { limit: 5 + i, window: 3_000 },
-            ],
-          });
-        const real = [0, 1, 2].map((i) => policy(store, i));
-        const model = [0, 1, 2].map((i) => policy(shadow, i));
-        const spends: Array<{ real: StackedDecision; model: Array<[number, Decision]> }> = [];
-        for (const s of steps) {
-          if ('advance' in s) {
-            clock.advance(s.advance);
-            continue;
-          }
-          if ('refund' in s) {
-            const spend = spends[s.refund % Math.max(1, spends.length)];
-            if (!spend) continue;
-            await Limiter.refundAll(spend.real);
-            for (const [i, d] of spend.model) await model[i]!.refund(d);
-            continue;
-          }
-          // One part per policy (a policy's keys in one part), as consumeAll requires.
-          const byPolicy = new Map<number, { keys: Set<string>; cost: number }>();
-          for (const p of s.parts) {
-            const entry = byPolicy.get(p.policy) ?? { keys: new Set<string>(), cost: p.cost };
-            p.keys.forEach((k) => entry.keys.add(k));
-            byPolicy.set(p.policy, entry);
-          }
-          const chosen = [...byPolicy.entries()];
-          const stacked = await Limiter.consumeAll(
-            chosen.map(([i, { keys, cost }]) => ({ limiter: real[i]!, keys: [...keys], cost })),
-          );
-          const peeks = await Promise.all(
-            chosen.map(([i, { keys, cost }]) => model[i]!.peek([...keys], { cost })),
-          );
-          const allowed = peeks.every((d) => d.allowed);
-          expect(stacked.allowed).toBe(allowed);
-          // A peek answers as if it spent; a refused stack spent nothing on any part.
-          expect(stacked.decisions.map((d) => d.remaining)).toEqual(
-            peeks.map((d, n) =>
-              allowed || !d.allowed ? d.remaining : d.remaining + chosen[n]![1].cost,
-            ),
-          );
-          if (!allowed) {
-            const waits = peeks.filter((d) => !d.allowed).map((d) => d.retryAfterMs);
-            expect(stacked.retryAfterMs).toBe(Math.max(...waits));
-            continue;
-          }
-          const charged: Array<[number, Decision]> = [];
-          for (const [i, { keys, cost }] of chosen) {
-            charged.push([i, await model[i]!.consume([...keys], { cost })]);
-          }
-          spends.push({ real: stacked, model: charged });
-        }
-      }),
-      { numRuns: RUNS },
-    );
+    const p2 = new Limiter(store, { name: 'p2', algorithm: 'sliding-log', limit: 5, window: '1h' });
+    const slot = (key: string, policy: string) =>
+      clusterSlot(storageKey(store.prefix, key, policy, 0));
+    // Two caller keys in different slots, the refusing one first in slot order.
+    const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
+    const a = keys.find((k) => slot(k, 'p1') < slot('zz', 'p2'))!;
+    await p1.consume(a);
+    const internals = store as unknown as {
+      decideStack: (requests: unknown, spend: boolean, ...rest: unknown[]) => Promise<unknown>;
+    };
+    const real = internals.decideStack.bind(store);
+    internals.decideStack = (requests, spend, ...rest) =>
+      spend ? real(requests, spend, ...rest) : Promise.reject(new Error('node unreachable'));
+    const refused = await Limiter.consumeAll([
+      { limiter: p1, keys: a },
+      { limiter: p2, keys: 'zz' },
+    ]);
+    internals.decideStack = real;
+    expect(refused.decisions.map((d) => d.failure)).toEqual([undefined, undefined]);
+    expect(refused.allowed).toBe(false);
+    expect(refused.refusedBy?.policy).toBe('p1');
+    expect((await p2.peek('zz', { cost: 5 })).allowed).toBe(true); // nothing spent on p2
   });
 
   it('names the bad part before the store is touched', async () => {
