@@ -116,7 +116,8 @@ export class AttemptInterceptor implements NestInterceptor {
     if (part === 'apiKey') {
       // The API key header, hashed; anonymous callers are charged by their IP instead.
       const request = contextRequest(context) ?? {};
-      return this.http.apiKey(request) ?? this.http.attemptKey('ip', this.http.clientIp(request));
+      const apiKey = await this.http.apiKeyFor(request, context);
+      return apiKey ?? this.http.attemptKey('ip', this.http.clientIp(request));
     }
     return this.http.attemptKey(part, contextField(context, part));
   }

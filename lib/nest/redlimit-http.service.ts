@@ -1,4 +1,4 @@
-import { type HttpException, Inject, Injectable } from '@nestjs/common';
+import { type ExecutionContext, type HttpException, Inject, Injectable } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
 import { type ClientIpResolver, createClientIpResolver } from './client-ip.util';
@@ -35,6 +35,7 @@ export class RedlimitHttp {
   private readonly resolveClientIp: ClientIpResolver;
   private readonly keySecret: string | undefined;
   private readonly apiKeyHeader: string;
+  private readonly validateApiKey?: (key: string, context: ExecutionContext) => unknown;
 
   constructor(@Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions) {
     const style = options.headers ?? 'ietf';
@@ -53,16 +54,41 @@ export class RedlimitHttp {
       );
     }
     this.apiKeyHeader = header.toLowerCase();
+    const validate = options.apiKey?.validate;
+    if (validate !== undefined && typeof validate !== 'function') {
+      throw new TypeError('RedlimitModule apiKey.validate must be a function (key, context)');
+    }
+    this.validateApiKey = validate;
   }
 
   /**
    * The caller's API key as a caller key, `apiKey:<hash>` (never the key itself), from the
-   * configured header; `undefined` when the request carries none.
+   * configured header; `undefined` when the request carries none. Not validated: see
+   * {@link apiKeyFor}.
    */
   apiKey(request: HttpRequestLike): string | undefined {
-    const raw = request.headers?.[this.apiKeyHeader];
-    const value = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+    const value = this.rawApiKey(request);
     return value ? `apiKey:${apiKeyHash(value, this.keySecret)}` : undefined;
+  }
+
+  /**
+   * The caller key of a call's API key, as {@link apiKey}, once the module's `apiKey.validate`
+   * (when set) recognises it; `undefined` for none or an unrecognised one (the caller is then
+   * charged by IP, so invented keys cannot mint fresh budgets).
+   */
+  async apiKeyFor(
+    request: HttpRequestLike,
+    context: ExecutionContext,
+  ): Promise<string | undefined> {
+    const value = this.rawApiKey(request);
+    if (!value) return undefined;
+    if (this.validateApiKey && !(await this.validateApiKey(value, context))) return undefined;
+    return `apiKey:${apiKeyHash(value, this.keySecret)}`;
+  }
+
+  private rawApiKey(request: HttpRequestLike): string | undefined {
+    const raw = request.headers?.[this.apiKeyHeader];
+    return (Array.isArray(raw) ? raw[0] : raw)?.trim() || undefined;
   }
 
   /**

@@ -1,3 +1,4 @@
+import type { ExecutionContext } from '@nestjs/common';
 import type { ClusterNode, ClusterOptions, RedisOptions } from 'ioredis';
 import type { StoreFailure } from '../core/decision';
 import type { DecisionListener } from '../core/events';
@@ -127,11 +128,17 @@ export interface RedlimitModuleOptions {
    */
   readonly defaultPolicyScope?: 'route' | 'app';
   /**
-   * The API key of `@Throttle(…, { by: 'apiKey' })` and of the `'apiKey'` part of `@Attempt`: which
-   * request header carries it. Default `{ header: 'x-api-key' }`. The key is only ever stored and
-   * logged hashed (with `keySecret` when set).
+   * The API key of `@Throttle(…, { by: 'apiKey' })` and of the `'apiKey'` part of `@Attempt`:
+   * which request header carries it (default `'x-api-key'`), and `validate(key, context)`, which
+   * says whether a key is a real one (e.g. a cached lookup). Unrecognised keys are charged by
+   * client IP, so invented keys cannot mint fresh budgets; without `validate`, any key counts:
+   * pair such a layer with a per-IP layer. The key is only ever stored and logged hashed (with
+   * `keySecret` when set).
    */
-  readonly apiKey?: { readonly header?: string };
+  readonly apiKey?: {
+    readonly header?: string;
+    readonly validate?: (key: string, context: ExecutionContext) => boolean | Promise<boolean>;
+  };
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

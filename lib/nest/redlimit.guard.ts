@@ -18,16 +18,17 @@ import { RedlimitHttp } from './redlimit-http.service';
 const chargedCalls = new WeakMap<object, Set<unknown>>();
 
 /**
- * Enforces `@Throttle` (and, used as `APP_GUARD`, the module's `defaultPolicy` on every handler
- * without `@Throttle` or `@SkipThrottle()`) on HTTP routes, GraphQL resolvers, WebSocket gateway
- * handlers and microservice handlers. Over HTTP, allowed requests get rate-limit headers, refused
+ * Enforces `@Throttle` layers — the controller's, the handler's and the module's `defaultPolicy`,
+ * spent as one atomic decision (see {@link Throttle}) — on HTTP routes, GraphQL resolvers,
+ * WebSocket gateway handlers and microservice handlers. Over HTTP, allowed requests get rate-limit headers, refused
  * ones a 429 with `Retry-After`, a store failure under fail mode `closed` a 503. A refused
  * resolver throws a {@link RateLimitGraphQLError} (headers on the HTTP response when the GraphQL
  * context has one), a gateway handler a `WsException`, a microservice handler an `RpcException`
  * (see {@link contextRefusal}). Other context types pass through.
  *
  * Subclass it to change who is tracked ({@link getTracker}), the keys ({@link generateKeys}),
- * skipping ({@link shouldSkip}) or the refusal ({@link throwRefusal}).
+ * skipping ({@link shouldSkip}), the layers ({@link throttlesFor}) or the refusal
+ * ({@link throwRefusal}).
  *
  * @example
  * ```ts
@@ -41,11 +42,11 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
  * @Module({ providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }] })
  * export class AppModule {}
  *
- * // by API key instead of IP
+ * // by signed-in user instead of IP (for API keys: @Throttle(policy, { by: 'apiKey' }))
  * @Injectable()
- * export class ApiKeyGuard extends RedlimitGuard {
+ * export class UserGuard extends RedlimitGuard {
  *   protected override getTracker(context: ExecutionContext): string {
- *     return String(context.switchToHttp().getRequest<Request>().headers['x-api-key'] ?? 'anonymous');
+ *     return String(context.switchToHttp().getRequest<{ user?: { id: string } }>().user?.id ?? 'anonymous');
  *   }
  * }
  * ```
@@ -106,7 +107,8 @@ export class RedlimitGuard implements CanActivate {
   ): Promise<string | readonly string[]> {
     if (layer.key) return layer.key(context);
     const request = contextRequest(context);
-    const apiKey = layer.by === 'apiKey' && request ? this.http.apiKey(request) : undefined;
+    const apiKey =
+      layer.by === 'apiKey' && request ? await this.http.apiKeyFor(request, context) : undefined;
     if (apiKey !== undefined) {
       return layer.scope === 'app' ? apiKey : `${this.routeOf(context)}|${apiKey}`;
     }
@@ -204,18 +206,22 @@ export class RedlimitGuard implements CanActivate {
 }
 
 /**
- * Layers naming the same policy with the same keys collapse into one (the later, more specific
- * one): a stack spends each policy on each key once.
+ * Layers of the same policy become one part (a stack spends each policy on each key once): the
+ * union of their keys, at the highest of their costs.
  */
-function dedupe<P extends { limiter: Limiter; keys: string | readonly string[] }>(
-  parts: readonly P[],
-): P[] {
-  const out: P[] = [];
-  for (const part of parts) {
-    const same = (p: P) => p.limiter === part.limiter && String(p.keys) === String(part.keys);
-    const at = out.findIndex(same);
-    if (at >= 0) out.splice(at, 1);
-    out.push(part);
+function dedupe(
+  parts: ReadonlyArray<{ limiter: Limiter; keys: string | readonly string[]; cost?: number }>,
+): Array<{ limiter: Limiter; keys: string[]; cost?: number }> {
+  const byLimiter = new Map<Limiter, { limiter: Limiter; keys: string[]; cost?: number }>();
+  for (const { limiter, keys, cost } of parts) {
+    const list = typeof keys === 'string' ? [keys] : [...keys];
+    const same = byLimiter.get(limiter);
+    if (!same) {
+      byLimiter.set(limiter, { limiter, keys: list, ...(cost !== undefined && { cost }) });
+      continue;
+    }
+    for (const key of list) if (!same.keys.includes(key)) same.keys.push(key);
+    if (cost !== undefined) same.cost = Math.max(same.cost ?? 1, cost);
   }
-  return out;
+  return [...byLimiter.values()];
 }

@@ -55,7 +55,10 @@ export interface ThrottleMetadata {
    * every route with this layer (e.g. a per-plan limit over the whole API).
    */
   readonly scope?: 'route' | 'app';
-  /** This layer replaces the controller's layers and the default policy instead of stacking. */
+  /**
+   * On a handler: this handler's layers replace the controller's and the default policy. On a
+   * controller: the controller's layers (and its handlers') replace the default policy.
+   */
   readonly override?: boolean;
 }
 
@@ -155,6 +158,13 @@ export function readRedlimitMetadata(
     return { throttle: mine, exclusive: true, ...attempt };
   }
   if (mine.some((layer) => layer.override)) return { throttle: mine, exclusive: true, ...attempt };
-  const layers = [...(inherited?.throttle ?? []), ...mine];
-  return { ...(layers.length > 0 && { throttle: layers }), ...attempt };
+  const theirs = inherited?.throttle ?? [];
+  const layers = [...theirs, ...mine];
+  // A controller layer that overrides drops the default policy for its handlers.
+  const exclusive = theirs.some((layer) => layer.override);
+  return {
+    ...(layers.length > 0 && { throttle: layers }),
+    ...(exclusive && { exclusive }),
+    ...attempt,
+  };
 }

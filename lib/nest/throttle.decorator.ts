@@ -24,7 +24,10 @@ export interface ThrottleOptions {
    * every route this layer covers (a per-plan or per-IP limit over the whole API).
    */
   readonly scope?: 'route' | 'app';
-  /** Replace the controller's layers and the default policy instead of stacking on them. */
+  /**
+   * Replace instead of stacking: on a handler, its layers replace the controller's and the default
+   * policy; on a controller, its layers replace the default policy.
+   */
   readonly override?: boolean;
 }
 

@@ -80,6 +80,27 @@ class ApiController {
   }
 }
 
+/** Two layers of one policy whose keys overlap: one part, each key charged once. */
+@Controller('overlap')
+class OverlapController {
+  @Get()
+  @Throttle('export', { key: () => ['tenant:acme', 'user:ada'] })
+  @Throttle('export', { key: () => 'user:ada' })
+  get(): string {
+    return 'ok';
+  }
+}
+
+/** A controller layer with override: the default per-IP policy does not apply here. */
+@Controller('internal')
+@Throttle('soft', { override: true })
+class InternalController {
+  @Get()
+  get(): string {
+    return 'ok';
+  }
+}
+
 /** Limits of each layer, small so tests stay short. */
 export const LIMITS = { ip: 5, anonymous: 2, free: 3, pro: 4, export: 2 } as const;
 
@@ -102,9 +123,10 @@ export function plansApp(client: Redis, prefix: string, book: PlanBook): Type {
         defaultPolicy: 'ip',
         defaultPolicyScope: 'app',
         clientIp: { trustedProxies: ['loopback'] }, // tests speak for many IPs
+        apiKey: { validate: (key) => book.plans.has(key) }, // invented keys are charged by IP
       }),
     ],
-    controllers: [ApiController],
+    controllers: [ApiController, OverlapController, InternalController],
     providers: [
       { provide: PlanBook, useValue: book },
       PlanPolicy,

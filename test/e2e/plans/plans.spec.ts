@@ -126,6 +126,29 @@ describe.each(PLATFORMS)('plans and tiers on %s', (platform) => {
     expect(app.logs.join('\n')).not.toMatch(/sk-(pro|free)-1/);
   });
 
+  it('invented API keys cannot mint budgets: unrecognised keys are charged by IP', async () => {
+    const ip = '198.51.100.70';
+    const codes = await statuses(
+      Array.from({ length: 5 }, (_, i) => call('/api/export', ip, `sk-invented-${i}`, 'POST')),
+    );
+    expect(count(codes, 201)).toBe(LIMITS.export);
+    expect(await left('export', `POST /api/export|ip:${ip}`)).toBe(0);
+  });
+
+  it('layers of one policy with overlapping keys are one part: each key charged once', async () => {
+    expect((await call('/overlap', '198.51.100.80')).status).toBe(200);
+    expect(await left('export', 'user:ada')).toBe(LIMITS.export - 1);
+    expect(await left('export', 'tenant:acme')).toBe(LIMITS.export - 1);
+  });
+
+  it("a controller's override drops the default policy for its handlers", async () => {
+    const ip = '198.51.100.90';
+    for (let i = 0; i < LIMITS.ip + 2; i++) {
+      expect((await call('/internal', ip)).status).toBe(200); // 'soft' allows 10; no 'ip' layer
+    }
+    expect(await left('ip', `ip:${ip}`)).toBe(LIMITS.ip);
+  });
+
   it('a resolver naming an unknown policy is a server error, never a pass', async () => {
     const response = await call('/api/broken-plan', '198.51.100.50');
     expect(response.status).toBe(500);
