@@ -1,4 +1,5 @@
-import { createParamDecorator, type ExecutionContext } from '@nestjs/common';
+import { createParamDecorator, type ExecutionContext, UseInterceptors } from '@nestjs/common';
+import { AttemptDispatchInterceptor } from './attempt-dispatch.interceptor';
 import type { Attempt as CoreAttempt } from '../core/attempt';
 import { scopedAttempt } from './attempt-scope.util';
 import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
@@ -22,12 +23,9 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
       : scopedAttempt(context.getArgs());
   if (attempt === undefined) {
     throw new Error(
-      context.getType() === 'ws'
-        ? '@Attempt(): no attempt for this message. Nest applies no global interceptors to ' +
-            'WebSocket gateways: add @UseInterceptors(AttemptInterceptor) to the gateway.'
-        : '@Attempt(): no attempt for this call. Import RedlimitModule (its interceptor spends ' +
-            'before the handler runs); @Attempt works on HTTP routes, GraphQL resolvers, ' +
-            'WebSocket gateway and microservice handlers.',
+      '@Attempt(): no attempt for this call. Import RedlimitModule (its interceptor spends ' +
+        'before the handler runs); @Attempt works on HTTP routes, GraphQL resolvers, ' +
+        'WebSocket gateway and microservice handlers.',
     );
   }
   return attempt;
@@ -44,8 +42,8 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  * resolver a {@link RateLimitGraphQLError}, in a gateway a `WsException`, in a microservice an
  * `RpcException`, each carrying `retryAfterMs`. After the handler returns or throws, the spend is
  * refunded if it called `attempt.refund()` (or `refundOn` says so) and kept otherwise — exactly
- * once; a refund that fails is logged, never sent to the client. WebSocket gateways get no global
- * interceptors from Nest: put `@UseInterceptors(AttemptInterceptor)` on the gateway.
+ * once; a refund that fails is logged, never sent to the client. The decorator attaches its
+ * interceptor to its own handler (gateways included), so other routes pay for none.
  *
  * @param parts `'ip'` (client IP), `'user'` (`user.id`, else `.sub`), a field name — looked up in
  *   the HTTP body, then route params, then query; in the GraphQL arguments, then inside object
@@ -95,5 +93,8 @@ export function Attempt(
     }
     defineRedlimitMetadata(handler, { attempt: { ...options, parts: list } });
     injectAttempt()(target, propertyKey, index);
+    // Only this handler gets the interceptor (what @UseInterceptors does on a method).
+    const descriptor = Object.getOwnPropertyDescriptor(target, propertyKey!)!;
+    UseInterceptors(AttemptDispatchInterceptor)(target, propertyKey!, descriptor);
   };
 }

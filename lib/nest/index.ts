@@ -13,6 +13,7 @@ export * from '../metrics';
 export * from '../client';
 export { Attempt } from './attempt.decorator';
 export * from './attempt.interceptor';
+export * from './attempt-dispatch.interceptor';
 export * from './client-ip.util';
 export * from './context-refusal.util';
 export * from './execution-context.util';

@@ -18,3 +18,9 @@ export const REDLIMIT_LOGGER_CONTEXT = 'Redlimit';
 
 /** Guard classes that already charged a request (one charge per guard class and request). */
 export const REQUEST_THROTTLED = Symbol('redlimit:throttled');
+
+/**
+ * Injection token of the interceptor that serves `@Attempt` (`AttemptInterceptor`, or the
+ * `attemptInterceptor` given to `forRoot`); exported by `RedlimitModule`.
+ */
+export const REDLIMIT_ATTEMPT_INTERCEPTOR = Symbol('redlimit:attempt-interceptor');

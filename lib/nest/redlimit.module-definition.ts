@@ -1,7 +1,6 @@
 import { ConfigurableModuleBuilder, type NestInterceptor, type Type } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
 import { AttemptInterceptor } from './attempt.interceptor';
-import { REDLIMIT_OPTIONS } from './redlimit.constants';
+import { REDLIMIT_ATTEMPT_INTERCEPTOR, REDLIMIT_OPTIONS } from './redlimit.constants';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /** Options of `forRoot`/`forRootAsync` that shape the module itself rather than its limits. */
@@ -25,9 +24,13 @@ export const {
     global: extras.isGlobal ?? true,
     providers: [
       ...(definition.providers ?? []),
-      // Global, but inert on handlers without @Attempt: a parameter decorator cannot attach an
-      // interceptor to its handler through public API, and this works the same on every adapter.
-      { provide: APP_INTERCEPTOR, useClass: extras.attemptInterceptor ?? AttemptInterceptor },
+      // Not an APP_INTERCEPTOR: @Attempt attaches AttemptDispatchInterceptor to its own handler,
+      // which hands over to this one, so routes without @Attempt pay for no interceptor at all.
+      {
+        provide: REDLIMIT_ATTEMPT_INTERCEPTOR,
+        useClass: extras.attemptInterceptor ?? AttemptInterceptor,
+      },
     ],
+    exports: [...(definition.exports ?? []), REDLIMIT_ATTEMPT_INTERCEPTOR],
   }))
   .build();

@@ -14,7 +14,6 @@ import {
   type Type,
   UseFilters,
   UseGuards,
-  UseInterceptors,
 } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { WsAdapter } from '@nestjs/platform-ws';
@@ -27,13 +26,7 @@ import {
 } from '@nestjs/websockets';
 import type { Redis } from 'ioredis';
 import WebSocket from 'ws';
-import {
-  Attempt,
-  AttemptInterceptor,
-  RedlimitGuard,
-  RedlimitModule,
-  Throttle,
-} from '../../../lib/nest';
+import { Attempt, RedlimitGuard, RedlimitModule, Throttle } from '../../../lib/nest';
 import { collectingLogger } from '../support/app';
 
 export const PASSWORD = 'correct horse battery staple';
@@ -70,7 +63,6 @@ class ReplyWithExceptionFilter implements ExceptionFilter {
 export function wsApp(client: Redis, prefix: string, calls: Calls): Type {
   @WebSocketGateway({ path: '/ws' })
   @UseFilters(new ReplyWithExceptionFilter())
-  @UseInterceptors(AttemptInterceptor) // Nest applies no global interceptors to gateways
   class ChatGateway {
     @SubscribeMessage('ping')
     @UseGuards(RedlimitGuard)
