@@ -33,6 +33,25 @@ export interface RedisStoreOptions {
    * window counts as empty), and a clock may stand still for a day without losing state.
    */
   readonly clock?: () => number;
+  /**
+   * Coalescing: decisions (consume, peek) that arrive while this store already waits for Redis
+   * go out together, at the end of the event-loop turn, as one script run that evaluates them in
+   * arrival order — each still atomic and all-or-nothing on its own keys, with its own answer and
+   * deadline: observably the same as separate calls in that order. A decision that finds nothing
+   * in flight is sent at once, alone, as without coalescing. Default `true`; single-node Redis
+   * only (on Cluster every decision is sent on its own).
+   */
+  readonly coalesce?: boolean;
+}
+
+/** A decision waiting for the next coalesced batch. */
+interface Queued {
+  readonly request: SpendRequest;
+  readonly spend: boolean;
+  readonly spendId: string | undefined;
+  readonly deadline: string;
+  readonly resolve: (result: GroupResult) => void;
+  readonly reject: (error: unknown) => void;
 }
 
 /** consume-frame.lua's reply: 8 numbers, or [-1, now] when it ran past its deadline. */
@@ -79,6 +98,11 @@ export class RedisStore implements Store {
   private readonly cluster: boolean;
   private readonly redisClock = new ClockOffset();
   private clockProbe?: Promise<void>;
+  private readonly coalesce: boolean;
+  /** Script runs sent and not answered yet (coalescing waits only while there are some). */
+  private inFlight = 0;
+  /** Decisions waiting for the end of this event-loop turn. */
+  private queued: Queued[] = [];
 
   constructor(options: RedisStoreOptions) {
     const client = options?.client;
@@ -99,11 +123,15 @@ export class RedisStore implements Store {
     this.clock = options.clock;
     this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
     this.cluster = (client as { isCluster?: unknown }).isCluster === true;
+    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
+      throw new TypeError('RedisStore options.coalesce must be true or false');
+    }
+    this.coalesce = options.coalesce !== false && !this.cluster;
   }
 
   async consume(request: SpendRequest): Promise<SpendResult> {
     const spendId = nextSpendId();
-    if (!this.spansSlots(request)) return this.decide(request, true, spendId);
+    if (!this.spansSlots(request)) return this.enqueue(request, true, spendId);
     const groups = this.slotGroups(request);
     if (groups.length === 1) return this.decide(request, true, spendId);
     const charged: PartResult[] = [];
@@ -133,7 +161,7 @@ export class RedisStore implements Store {
   }
 
   async peek(request: SpendRequest): Promise<SpendResult> {
-    if (!this.spansSlots(request)) return this.decide(request, false);
+    if (!this.spansSlots(request)) return this.enqueue(request, false);
     const groups = this.slotGroups(request);
     if (groups.length === 1) return this.decide(request, false);
     const parts = await Promise.all(
@@ -345,28 +373,108 @@ export class RedisStore implements Store {
       if (inTime && !retried && !this.clock) return this.decide(request, spend, spendId, true);
       throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
     }
-    const [
-      allowed,
-      remaining,
-      binding,
-      retryAfterMs,
-      resetAfterMs,
-      refusing,
-      at,
-      resetIfUnspentMs,
-    ] = reply;
-    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), at);
-    return {
-      allowed: allowed === 1,
-      remaining,
-      limitIndex: binding - 1,
-      retryAfterMs,
-      resetAfterMs,
-      blockedKeyIndex: refusing - 1,
-      at,
-      resetIfUnspentMs,
-      ...(spendId !== undefined && allowed === 1 && { spendId }),
+    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[6]);
+    return toResult(reply, spendId);
+  }
+
+  /**
+   * One decision: sent at once when nothing is in flight (or coalescing is off, or the Redis
+   * clock is not measured yet), else queued for the batch sent at the end of this event-loop turn.
+   */
+  private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<GroupResult> {
+    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
+    if (!this.coalesce || this.inFlight === 0 || deadline === undefined) {
+      return this.counted(this.decide(request, spend, spendId));
+    }
+    return new Promise<GroupResult>((resolve, reject) => {
+      if (this.queued.length === 0) setImmediate(() => this.flush());
+      this.queued.push({ request, spend, spendId, deadline, resolve, reject });
+    });
+  }
+
+  /** Tracks a script run in flight. */
+  private counted<T>(run: Promise<T>): Promise<T> {
+    this.inFlight++;
+    const done = () => {
+      this.inFlight--;
     };
+    run.then(done, done);
+    return run;
+  }
+
+  /** Sends the queued decisions: one alone as usual, several as one batch/consume run. */
+  private flush(): void {
+    const batch = this.queued;
+    this.queued = [];
+    if (batch.length === 1) {
+      const [{ request, spend, spendId, resolve, reject }] = batch as [Queued];
+      this.counted(this.decide(request, spend, spendId)).then(resolve, reject);
+      return;
+    }
+    const keys: string[] = [];
+    const args: Array<string | number> = [
+      this.now(),
+      this.expiryOffsetMs,
+      '',
+      '',
+      '',
+      '',
+      batch.length,
+    ];
+    for (const { request, spend, spendId, deadline } of batch) {
+      for (const key of storageKeys(
+        this.prefix,
+        request.keys,
+        request.policy,
+        request.limits.length,
+      ))
+        keys.push(key);
+      args.push(
+        request.algorithm,
+        request.cost,
+        spend ? '1' : '0',
+        spendId ?? '',
+        deadline,
+        request.keys.length,
+        ...limitArgs(request),
+      );
+    }
+    const sentAt = monotonicNow();
+    this.counted(this.run('batch/consume', keys, args)).then(
+      (reply) => {
+        const values = reply as number[];
+        const receivedAt = monotonicNow();
+        batch.forEach((queued, d) => {
+          const answer = values.slice(8 * d, 8 * d + 8) as ScriptReply;
+          this.settleQueued(queued, answer, sentAt, receivedAt);
+        });
+      },
+      (error: unknown) => batch.forEach(({ reject }) => reject(error)),
+    );
+  }
+
+  /** Hands one decision of a batch its answer, as {@link decide} would. */
+  private settleQueued(
+    queued: Queued,
+    reply: ScriptReply,
+    sentAt: number,
+    receivedAt: number,
+  ): void {
+    const { request, spend, spendId, resolve, reject } = queued;
+    if (reply[0] === -1) {
+      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]);
+      const inTime = request.deadlineAt !== undefined && receivedAt < request.deadlineAt;
+      if (inTime && !this.clock) {
+        this.counted(this.decide(request, spend, spendId, true)).then(resolve, reject);
+        return;
+      }
+      reject(
+        new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing'),
+      );
+      return;
+    }
+    if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[6]);
+    resolve(toResult(reply, spendId));
   }
 
   /** One stack/consume run over the requests (all in one slot on Cluster). */
@@ -555,6 +663,23 @@ function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequ
     if (group[r]!.length > 0) out.push(part(request, group[r]!));
   });
   return out;
+}
+
+/** A consume-frame reply (not the deadline one) as a store answer. */
+function toResult(reply: ScriptReply, spendId: string | undefined): GroupResult {
+  const [allowed, remaining, binding, retryAfterMs, resetAfterMs, refusing, at, resetIfUnspentMs] =
+    reply;
+  return {
+    allowed: allowed === 1,
+    remaining,
+    limitIndex: binding - 1,
+    retryAfterMs,
+    resetAfterMs,
+    blockedKeyIndex: refusing - 1,
+    at,
+    resetIfUnspentMs,
+    ...(spendId !== undefined && allowed === 1 && { spendId }),
+  };
 }
 
 /** The values of the promises that fulfilled, in order (the rejected ones are left out). */

@@ -17,7 +17,8 @@ export interface ScriptSource {
 }
 
 /** Which script: an algorithm's `consume` or `refund`, the shared `reset`, or `stack/consume` (several policies as one decision). */
-export type ScriptId = `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset' | 'stack/consume';
+export type ScriptId =
+  `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset' | 'stack/consume' | 'batch/consume';
 
 const cache = new Map<ScriptId, ScriptSource>();
 

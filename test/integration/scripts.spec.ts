@@ -153,6 +153,32 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     });
   });
 
+  it('a coalesced batch of every algorithm touches only declared keys, in one script run', async () => {
+    const clock = new TestClock();
+    const store = new RedisStore({ client, prefix: 'declared:batch:', clock: clock.read });
+    const limiters = ALGORITHMS.map(
+      (algorithm) => new Limiter(store, { name: algorithm, algorithm, limit: 2, window: '1m' }),
+    );
+    await Promise.all(limiters.map((l) => l.peek('warm'))); // loads the scripts
+    const { runs, commands } = await watch(async () => {
+      // The first goes alone (nothing in flight); the other 14 go as one batch.
+      await Promise.all(
+        limiters.flatMap((l) => [
+          l.consume(['ip:1', 'email:x']),
+          l.consume('ip:1'),
+          l.peek('ip:1'),
+        ]),
+      );
+    });
+    expect(commands).toEqual(['evalsha', 'evalsha']);
+    for (const run of runs) {
+      for (const { keys } of run.touched) {
+        for (const key of keys) expect(run.declared).toContain(key);
+      }
+    }
+    expect(runs[1]!.declared.length).toBeGreaterThan(10);
+  });
+
   it('a stack of every algorithm touches only declared keys, in one script run per decision', async () => {
     const clock = new TestClock();
     const store = new RedisStore({ client, prefix: 'declared:stack:', clock: clock.read });
