@@ -44,6 +44,13 @@ export interface RedisStoreOptions {
   readonly coalesce?: boolean;
 }
 
+/**
+ * Most decisions in one coalesced batch. Small enough that several batches are in flight at
+ * once (Redis works on one while this process builds the next), large enough to save most of
+ * the per-command cost. Overridable for measurements with REDLIMIT_MAX_BATCH.
+ */
+const MAX_BATCH = Number(process.env.REDLIMIT_MAX_BATCH) || 16;
+
 /** A decision waiting for the next coalesced batch. */
 interface Queued {
   readonly request: SpendRequest;
@@ -389,6 +396,8 @@ export class RedisStore implements Store {
     return new Promise<GroupResult>((resolve, reject) => {
       if (this.queued.length === 0) setImmediate(() => this.flush());
       this.queued.push({ request, spend, spendId, deadline, resolve, reject });
+      // A full batch leaves at once: Redis starts on it while this process prepares the next.
+      if (this.queued.length >= MAX_BATCH) this.flush();
     });
   }
 
@@ -405,6 +414,7 @@ export class RedisStore implements Store {
   /** Sends the queued decisions: one alone as usual, several as one batch/consume run. */
   private flush(): void {
     const batch = this.queued;
+    if (batch.length === 0) return; // sent already, when it filled up
     this.queued = [];
     if (batch.length === 1) {
       const [{ request, spend, spendId, resolve, reject }] = batch as [Queued];

@@ -161,7 +161,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     );
     await Promise.all(limiters.map((l) => l.peek('warm'))); // loads the scripts
     const { runs, commands } = await watch(async () => {
-      // The first goes alone (nothing in flight); the other 14 go as one batch.
+      // The first goes alone (nothing in flight); the other 14 go as one batch (at most 16).
       await Promise.all(
         limiters.flatMap((l) => [
           l.consume(['ip:1', 'email:x']),
