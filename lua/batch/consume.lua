@@ -17,27 +17,7 @@ Return eight numbers per decision, as lib/consume-frame.lua returns them; a deci
        deadline had passed answers -1, now and six zeros (and wrote nothing)
 ]]
 --#include lib/prelude.lua
-local models = {}
-do
---#include fixed-window/model.lua
-  models['fixed-window'] = { evaluate = evaluate, commit = commit }
-end
-do
---#include sliding-window/model.lua
-  models['sliding-window'] = { evaluate = evaluate, commit = commit }
-end
-do
---#include token-bucket/model.lua
-  models['token-bucket'] = { evaluate = evaluate, commit = commit }
-end
-do
---#include gcra/model.lua
-  models['gcra'] = { evaluate = evaluate, commit = commit }
-end
-do
---#include sliding-log/model.lua
-  models['sliding-log'] = { evaluate = evaluate, commit = commit }
-end
+--#include lib/models.lua
 
 local reply = {}
 local j, base = 8, 0
