@@ -57,6 +57,8 @@ interface Queued {
   readonly spend: boolean;
   readonly spendId: string | undefined;
   readonly deadline: string;
+  /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
+  readonly now: string;
   readonly resolve: (result: GroupResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -181,6 +183,7 @@ export class RedisStore implements Store {
   }
 
   async consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    this.flush(); // decisions queued before this stack go first
     const spendId = nextSpendId();
     const groups = this.stackGroups(requests);
     if (groups.length === 1) return this.decideStack(requests, true, spendId);
@@ -213,6 +216,7 @@ export class RedisStore implements Store {
   }
 
   async peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    this.flush();
     const groups = this.stackGroups(requests);
     if (groups.length === 1) return this.decideStack(requests, false);
     const parts = await Promise.all(
@@ -390,12 +394,15 @@ export class RedisStore implements Store {
    */
   private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<GroupResult> {
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
-    if (!this.coalesce || this.inFlight === 0 || deadline === undefined) {
+    const waiting = this.queued.length > 0;
+    if (!this.coalesce || (this.inFlight === 0 && !waiting) || deadline === undefined) {
+      this.flush(); // what was queued came first, and goes first
       return this.counted(this.decide(request, spend, spendId));
     }
+    const now = this.now();
     return new Promise<GroupResult>((resolve, reject) => {
-      if (this.queued.length === 0) setImmediate(() => this.flush());
-      this.queued.push({ request, spend, spendId, deadline, resolve, reject });
+      if (!waiting) setImmediate(() => this.flush());
+      this.queued.push({ request, spend, spendId, deadline, now, resolve, reject });
       // A full batch leaves at once: Redis starts on it while this process prepares the next.
       if (this.queued.length >= MAX_BATCH) this.flush();
     });
@@ -416,7 +423,15 @@ export class RedisStore implements Store {
     const batch = this.queued;
     if (batch.length === 0) return; // sent already, when it filled up
     this.queued = [];
-    if (batch.length === 1) {
+    try {
+      this.send(batch);
+    } catch (error) {
+      for (const { reject } of batch) reject(error);
+    }
+  }
+
+  private send(batch: readonly Queued[]): void {
+    if (batch.length === 1 && !this.clock) {
       const [{ request, spend, spendId, resolve, reject }] = batch as [Queued];
       this.counted(this.decide(request, spend, spendId)).then(resolve, reject);
       return;
@@ -431,7 +446,7 @@ export class RedisStore implements Store {
       '',
       batch.length,
     ];
-    for (const { request, spend, spendId, deadline } of batch) {
+    for (const { request, spend, spendId, deadline, now } of batch) {
       for (const key of storageKeys(
         this.prefix,
         request.keys,
@@ -445,6 +460,7 @@ export class RedisStore implements Store {
         spend ? '1' : '0',
         spendId ?? '',
         deadline,
+        now,
         request.keys.length,
         ...limitArgs(request),
       );
@@ -471,6 +487,11 @@ export class RedisStore implements Store {
     receivedAt: number,
   ): void {
     const { request, spend, spendId, resolve, reject } = queued;
+    if (reply[0] === -2) {
+      // This decision's script error (it wrote nothing); the others in the batch stand.
+      reject(explainOrError(String(reply[1])));
+      return;
+    }
     if (reply[0] === -1) {
       if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]);
       const inTime = request.deadlineAt !== undefined && receivedAt < request.deadlineAt;
@@ -673,6 +694,16 @@ function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequ
     if (group[r]!.length > 0) out.push(part(request, group[r]!));
   });
   return out;
+}
+
+/** The error one decision of a batch answered, as a store error. */
+function explainOrError(message: string): Error {
+  try {
+    explainScriptError(new Error(message));
+  } catch (error) {
+    return error as Error;
+  }
+  return new Error(message);
 }
 
 /** A consume-frame reply (not the deadline one) as a store answer. */

@@ -11,16 +11,63 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [3] unused, [4] unused, [5] unused, [6] unused
        [7] D: number of decisions; then per decision, from position j (8 for the first):
            [j] algorithm, [j+1] cost, [j+2] mode ('1' spend, '0' peek), [j+3] spend id or '',
-           [j+4] deadline or '', [j+5] key count K, [j+6] L, then for l = 1..L:
-           [j+4+3l] limit, [j+5+3l] window ms, [j+6+3l] burst; the next starts at j+7+3L
-Return eight numbers per decision, as lib/consume-frame.lua returns them; a decision whose
-       deadline had passed answers -1, now and six zeros (and wrote nothing)
+           [j+4] deadline or '', [j+5] now of a custom clock when the decision was made, or ''
+           (then the batch's Redis TIME), [j+6] key count K, [j+7] L, then for l = 1..L:
+           [j+5+3l] limit, [j+6+3l] window ms, [j+7+3l] burst; the next starts at j+8+3L
+Return eight values per decision, as lib/consume-frame.lua returns them; a decision whose
+       deadline had passed answers -1, now and six zeros (and wrote nothing); one whose
+       evaluation raised an error (e.g. a key of another type) answers -2, the message and six
+       zeros, and the other decisions stand
 ]]
 --#include lib/prelude.lua
 --#include lib/models.lua
 
 local reply = {}
+local batchNow = now
 local j, base = 8, 0
+
+-- One decision, as lib/consume-frame.lua makes it; returns its eight reply values.
+local function decide(model, spend, deadline, keyCount, limitCount, rules)
+  if deadline ~= '' and now > tonumber(deadline) then return { -1, now, 0, 0, 0, 0, 0, 0 } end
+  local evaluations = {}
+  local allowed = true
+  local remaining, binding = math.huge, 1
+  local retryAfter, refusing, refusingLimit = 0, 0, 1
+  for l = 1, limitCount do
+    local rule = rules[l]
+    for k = 1, keyCount do
+      local i = (k - 1) * limitCount + l
+      local ev = model.evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
+      evaluations[i] = ev
+      if not ev.fits then
+        allowed = false
+        if refusing == 0 or ev.wait > retryAfter or (ev.wait == retryAfter and k < refusing) then
+          retryAfter, refusing, refusingLimit = ev.wait, k, l
+        end
+      end
+      if ev.room < remaining then remaining, binding = ev.room, l end
+    end
+  end
+  local resetAfter, resetUnspent = 0, 0
+  for l = 1, limitCount do
+    local rule = rules[l]
+    for k = 1, keyCount do
+      local i = (k - 1) * limitCount + l
+      local ev = evaluations[i]
+      local reset, unspent = ev.reset(allowed), ev.reset(false)
+      if reset > resetAfter then resetAfter = reset end
+      if unspent > resetUnspent then resetUnspent = unspent end
+      if allowed and spend then model.commit(KEYS[base + i], ev, rule[1], rule[2], rule[3]) end
+    end
+  end
+  if allowed then
+    retryAfter, refusing, remaining = 0, 0, remaining - cost
+  else
+    binding = refusingLimit
+  end
+  return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now, resetUnspent }
+end
+
 for d = 1, tonumber(ARGV[7]) do
   local model = models[ARGV[j]]
   if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
@@ -28,56 +75,20 @@ for d = 1, tonumber(ARGV[7]) do
   local spend = ARGV[j + 2] == '1'
   spendId = ARGV[j + 3]
   local deadline = ARGV[j + 4]
-  local keyCount, limitCount = tonumber(ARGV[j + 5]), tonumber(ARGV[j + 6])
+  now = ARGV[j + 5] ~= '' and tonumber(ARGV[j + 5]) or batchNow
+  local keyCount, limitCount = tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7])
   local rules = {}
   for l = 1, limitCount do
-    rules[l] = { tonumber(ARGV[j + 4 + 3 * l]), tonumber(ARGV[j + 5 + 3 * l]), tonumber(ARGV[j + 6 + 3 * l]) }
+    rules[l] = { tonumber(ARGV[j + 5 + 3 * l]), tonumber(ARGV[j + 6 + 3 * l]), tonumber(ARGV[j + 7 + 3 * l]) }
   end
-  j = j + 7 + 3 * limitCount
+  j = j + 8 + 3 * limitCount
+  local ok, answer = pcall(decide, model, spend, deadline, keyCount, limitCount, rules)
+  if not ok then
+    local message = type(answer) == 'table' and answer.err or tostring(answer)
+    answer = { -2, message, 0, 0, 0, 0, 0, 0 }
+  end
   local n = #reply
-  if deadline ~= '' and now > tonumber(deadline) then
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = -1, now, 0, 0
-    reply[n + 5], reply[n + 6], reply[n + 7], reply[n + 8] = 0, 0, 0, 0
-  else
-    local evaluations = {}
-    local allowed = true
-    local remaining, binding = math.huge, 1
-    local retryAfter, refusing, refusingLimit = 0, 0, 1
-    for l = 1, limitCount do
-      local rule = rules[l]
-      for k = 1, keyCount do
-        local i = (k - 1) * limitCount + l
-        local ev = model.evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
-        evaluations[i] = ev
-        if not ev.fits then
-          allowed = false
-          if refusing == 0 or ev.wait > retryAfter or (ev.wait == retryAfter and k < refusing) then
-            retryAfter, refusing, refusingLimit = ev.wait, k, l
-          end
-        end
-        if ev.room < remaining then remaining, binding = ev.room, l end
-      end
-    end
-    local resetAfter, resetUnspent = 0, 0
-    for l = 1, limitCount do
-      local rule = rules[l]
-      for k = 1, keyCount do
-        local i = (k - 1) * limitCount + l
-        local ev = evaluations[i]
-        local reset, unspent = ev.reset(allowed), ev.reset(false)
-        if reset > resetAfter then resetAfter = reset end
-        if unspent > resetUnspent then resetUnspent = unspent end
-        if allowed and spend then model.commit(KEYS[base + i], ev, rule[1], rule[2], rule[3]) end
-      end
-    end
-    if allowed then
-      retryAfter, refusing, remaining = 0, 0, remaining - cost
-    else
-      binding = refusingLimit
-    end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed and 1 or 0, remaining, binding, retryAfter
-    reply[n + 5], reply[n + 6], reply[n + 7], reply[n + 8] = resetAfter, refusing, now, resetUnspent
-  end
+  for v = 1, 8 do reply[n + v] = answer[v] end
   base = base + keyCount * limitCount
 end
 return reply

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import Redis from 'ioredis';
-import { ALGORITHMS, type Decision, Limiter, MemoryStore, RedisStore } from '../../lib';
+import { ALGORITHMS, type Decision, Limiter, MemoryStore, RedisStore, storageKey } from '../../lib';
 import { TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 
@@ -54,6 +54,76 @@ describe('coalescing: decisions that arrive together go to Redis as one script r
       expect(decisions.map((d) => d.allowed)).toEqual(Array.from({ length: 40 }, (_, i) => i < 25));
     },
   );
+
+  const fixed = (store: RedisStore, limit = 1, window = '1h') =>
+    new Limiter(store, { name: 'p', algorithm: 'fixed-window', limit, window });
+  /** Keeps the event loop busy, so replies wait in the socket until the next poll phase. */
+  const busy = (ms: number) => {
+    const until = performance.now() + ms;
+    while (performance.now() < until);
+  };
+
+  it('a decision made after a reply arrives never overtakes one still queued', async () => {
+    const limiter = fixed(new RedisStore({ client, prefix: `order-${Date.now()}:` }));
+    await limiter.peek('warm');
+    // From a check phase: the queue's flush (also a check-phase callback) then runs only after
+    // the next poll phase has read A's reply.
+    await new Promise((resolve) => setImmediate(resolve));
+    const a = limiter.consume('x'); // nothing in flight: sent at once
+    const b = limiter.consume('k'); // queued behind it
+    let c: Promise<Decision> | undefined;
+    void a.then(() => (c = limiter.consume('k'))); // A's reply is read before the queue leaves
+    busy(30);
+    await a;
+    expect((await b).allowed).toBe(true);
+    expect((await c!).allowed).toBe(false);
+  });
+
+  it('a stack never overtakes decisions queued before it', async () => {
+    const limiter = fixed(new RedisStore({ client, prefix: `order-stack-${Date.now()}:` }));
+    await limiter.peek('warm');
+    void limiter.consume('x');
+    const single = limiter.consume('k'); // queued
+    const stacked = Limiter.consumeAll([{ limiter, keys: 'k' }]);
+    expect((await single).allowed).toBe(true);
+    expect((await stacked).allowed).toBe(false);
+  });
+
+  it('with a custom clock, each queued decision is judged at its own instant', async () => {
+    const clock = new TestClock();
+    const store = new RedisStore({ client, prefix: `clock-${Date.now()}:`, clock: clock.read });
+    const limiter = fixed(store, 1, '1s');
+    await limiter.peek('warm');
+    const a = limiter.consume('k'); // alone
+    const b = limiter.consume('k'); // queued, same instant: refused on budget
+    clock.advance(1_000);
+    const c = limiter.consume('k'); // queued, the next window: allowed
+    const [da, db, dc] = await Promise.all([a, b, c]);
+    expect([da.allowed, db.allowed, dc.allowed]).toEqual([true, false, true]);
+    expect(db.failure).toBeUndefined();
+    expect(db.retryAfterMs).toBeGreaterThan(0);
+  });
+
+  it("one decision's script error fails that decision only; the others in the batch stand", async () => {
+    const prefix = `werr-${Date.now()}:`;
+    const store = new RedisStore({ client, prefix });
+    const limiter = new Limiter(
+      store,
+      { name: 'p', algorithm: 'sliding-log', limit: 10, window: '1h' },
+      { onStoreFailure: () => undefined },
+    );
+    await limiter.peek('warm');
+    await admin.set(storageKey(prefix, 'bad', 'p', 0), 'not a sorted set');
+    const decisions = await Promise.all([
+      limiter.consume('a'), // alone
+      limiter.consume('a'),
+      limiter.consume('bad'),
+      limiter.consume('a'),
+    ]);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, true]);
+    expect(decisions[2].failure?.error.message).toMatch(/WRONGTYPE/);
+    expect(await admin.zcard(storageKey(prefix, 'a', 'p', 0))).toBe(3);
+  });
 
   it('a batch answers exactly as the same calls made one by one, in order, for every algorithm', async () => {
     const call = fc.record({
