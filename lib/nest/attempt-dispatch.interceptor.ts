@@ -1,10 +1,10 @@
 import {
   type CallHandler,
   type ExecutionContext,
-  Inject,
   Injectable,
   type NestInterceptor,
 } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import { REDLIMIT_ATTEMPT_INTERCEPTOR } from './redlimit.constants';
 
@@ -20,12 +20,28 @@ import { REDLIMIT_ATTEMPT_INTERCEPTOR } from './redlimit.constants';
  */
 @Injectable()
 export class AttemptDispatchInterceptor implements NestInterceptor {
-  constructor(@Inject(REDLIMIT_ATTEMPT_INTERCEPTOR) private readonly inner: NestInterceptor) {}
+  private inner?: NestInterceptor;
+
+  // The module's interceptor is looked up app-wide on first use, so @Attempt works in feature
+  // modules of an app whose RedlimitModule is not global (`isGlobal: false`).
+  constructor(private readonly moduleRef: ModuleRef) {}
 
   intercept(
     context: ExecutionContext,
     next: CallHandler,
   ): Observable<unknown> | Promise<Observable<unknown>> {
+    if (!this.inner) {
+      try {
+        this.inner = this.moduleRef.get<NestInterceptor>(REDLIMIT_ATTEMPT_INTERCEPTOR, {
+          strict: false,
+        });
+      } catch {
+        throw new Error(
+          '@Attempt(): RedlimitModule is not imported in this application; import ' +
+            'RedlimitModule.forRoot() (or forRootAsync()) in the root module',
+        );
+      }
+    }
     return this.inner.intercept(context, next);
   }
 }
