@@ -111,19 +111,25 @@ describe.each(stores)('$name store: decision events', (backend) => {
   });
 });
 
+/** An open and a closed limiter, reporting to `seen`, on a private Redis the test can stop. */
+async function openAndClosed() {
+  const server = await startRedisServer();
+  const client = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  await new Promise((resolve) => client.once('ready', resolve));
+  const events = new DecisionEvents();
+  const seen: DecisionEvent[] = [];
+  events.on((e) => seen.push(e));
+  const store = new RedisStore({ client, prefix: 'events-fail:' });
+  const quiet = { events, onStoreFailure: () => undefined, timeoutMs: 300 };
+  const open = new Limiter(store, { ...policyOf('open'), failMode: 'open' }, quiet);
+  const closed = new Limiter(store, { ...policyOf('closed'), failMode: 'closed' }, quiet);
+  return { server, client, seen, open, closed };
+}
+
 describe('decision events when the store fails', () => {
   it('failed-open and failed-closed outcomes, with the reason', async () => {
-    const server = await startRedisServer();
-    const client = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
-    await new Promise((resolve) => client.once('ready', resolve));
-    const events = new DecisionEvents();
-    const seen: DecisionEvent[] = [];
-    events.on((e) => seen.push(e));
+    const { server, client, seen, open, closed } = await openAndClosed();
     try {
-      const store = new RedisStore({ client, prefix: 'events-fail:' });
-      const quiet = { events, onStoreFailure: () => undefined, timeoutMs: 300 };
-      const open = new Limiter(store, { ...policyOf('open'), failMode: 'open' }, quiet);
-      const closed = new Limiter(store, { ...policyOf('closed'), failMode: 'closed' }, quiet);
       expect((await open.consume('k')).allowed).toBe(true);
       await server.stop();
       expect((await open.consume('k')).failure).toBeDefined();
@@ -141,17 +147,8 @@ describe('decision events when the store fails', () => {
   });
 
   it('a stack with an open and a closed part, the store down: refused as a whole, blamed on the closed part', async () => {
-    const server = await startRedisServer();
-    const client = new Redis(server.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false });
-    await new Promise((resolve) => client.once('ready', resolve));
-    const events = new DecisionEvents();
-    const seen: DecisionEvent[] = [];
-    events.on((e) => seen.push(e));
+    const { server, client, seen, open, closed } = await openAndClosed();
     try {
-      const store = new RedisStore({ client, prefix: 'events-stack-fail:' });
-      const quiet = { events, onStoreFailure: () => undefined, timeoutMs: 300 };
-      const open = new Limiter(store, { ...policyOf('open'), failMode: 'open' }, quiet);
-      const closed = new Limiter(store, { ...policyOf('closed'), failMode: 'closed' }, quiet);
       await server.stop();
       const stacked = await Limiter.consumeAll([
         { limiter: open, keys: 'k' },
