@@ -22,6 +22,8 @@ Return eight values per decision, as lib/consume-frame.lua returns them; a decis
 --#include lib/prelude.lua
 --#include lib/models.lua
 
+--#include lib/decide.lua
+
 local reply = {}
 local batchNow = now
 local j, base = 8, 0
@@ -29,43 +31,12 @@ local j, base = 8, 0
 -- One decision, as lib/consume-frame.lua makes it; returns its eight reply values.
 local function decide(model, spend, deadline, keyCount, limitCount, rules)
   if deadline ~= '' and now > tonumber(deadline) then return { -1, now, 0, 0, 0, 0, 0, 0 } end
-  local evaluations = {}
-  local allowed = true
-  local remaining, binding = math.huge, 1
-  local retryAfter, refusing, refusingLimit = 0, 0, 1
-  for l = 1, limitCount do
-    local rule = rules[l]
-    for k = 1, keyCount do
-      local i = (k - 1) * limitCount + l
-      local ev = model.evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
-      evaluations[i] = ev
-      if not ev.fits then
-        allowed = false
-        if refusing == 0 or ev.wait > retryAfter or (ev.wait == retryAfter and k < refusing) then
-          retryAfter, refusing, refusingLimit = ev.wait, k, l
-        end
-      end
-      if ev.room < remaining then remaining, binding = ev.room, l end
-    end
-  end
-  local resetAfter, resetUnspent = 0, 0
-  for l = 1, limitCount do
-    local rule = rules[l]
-    for k = 1, keyCount do
-      local i = (k - 1) * limitCount + l
-      local ev = evaluations[i]
-      local reset, unspent = ev.reset(allowed), ev.reset(false)
-      if reset > resetAfter then resetAfter = reset end
-      if unspent > resetUnspent then resetUnspent = unspent end
-      if allowed and spend then model.commit(KEYS[base + i], ev, rule[1], rule[2], rule[3]) end
-    end
-  end
-  if allowed then
-    retryAfter, refusing, remaining = 0, 0, remaining - cost
-  else
-    binding = refusingLimit
-  end
-  return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now, resetUnspent }
+  local evaluations, allowed, remaining, binding, wait, refusing =
+    judge(model.evaluate, base, keyCount, limitCount, rules)
+  local resetAfter, resetUnspent =
+    settle(model.commit, evaluations, base, keyCount, limitCount, rules, allowed, spend)
+  if allowed then remaining = remaining - cost end
+  return { allowed and 1 or 0, remaining, binding, wait, resetAfter, refusing, now, resetUnspent }
 end
 
 for d = 1, tonumber(ARGV[7]) do
@@ -76,11 +47,8 @@ for d = 1, tonumber(ARGV[7]) do
   spendId = ARGV[j + 3]
   local deadline = ARGV[j + 4]
   now = ARGV[j + 5] ~= '' and tonumber(ARGV[j + 5]) or batchNow
-  local keyCount, limitCount = tonumber(ARGV[j + 6]), tonumber(ARGV[j + 7])
-  local rules = {}
-  for l = 1, limitCount do
-    rules[l] = { tonumber(ARGV[j + 5 + 3 * l]), tonumber(ARGV[j + 6 + 3 * l]), tonumber(ARGV[j + 7 + 3 * l]) }
-  end
+  local keyCount = tonumber(ARGV[j + 6])
+  local limitCount, rules = readRules(j + 7)
   j = j + 8 + 3 * limitCount
   local ok, answer = pcall(decide, model, spend, deadline, keyCount, limitCount, rules)
   if not ok then

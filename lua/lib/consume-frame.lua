@@ -23,54 +23,14 @@ Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when re
         resetAfterMs had nothing been spent (to merge the answers of several Cluster slots)}
        or {-1, now} when the deadline had passed
 ]]
+--#include lib/decide.lua
 if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
-local spend = ARGV[4] == '1'
-local evaluations = {}
-local allowed = true
-local remaining, binding = math.huge, 1
-local retryAfter, refusing, refusingLimit = 0, 0, 1
-local limitCount = tonumber(ARGV[7])
+local limitCount, rules = readRules(7)
 local keyCount = #KEYS / limitCount
-local rules = {}
-for l = 1, limitCount do
-  rules[l] = { tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l]) }
-end
-
-for l = 1, limitCount do
-  local limit, window, burst = rules[l][1], rules[l][2], rules[l][3]
-  for k = 1, keyCount do
-    local i = (k - 1) * limitCount + l
-    local ev = evaluate(KEYS[i], limit, window, burst)
-    evaluations[i] = ev
-    if not ev.fits then
-      allowed = false
-      -- The longest wait refuses; ties go to the first key, then the first limit (as in every store).
-      if refusing == 0 or ev.wait > retryAfter or (ev.wait == retryAfter and k < refusing) then
-        retryAfter, refusing, refusingLimit = ev.wait, k, l
-      end
-    end
-    if ev.room < remaining then remaining, binding = ev.room, l end -- ties: the first limit
-  end
-end
-
-local resetAfter, resetUnspent = 0, 0
-for l = 1, limitCount do
-  local limit, window, burst = rules[l][1], rules[l][2], rules[l][3]
-  for k = 1, keyCount do
-    local i = (k - 1) * limitCount + l
-    local ev = evaluations[i]
-    local reset, unspent = ev.reset(allowed), ev.reset(false)
-    if reset > resetAfter then resetAfter = reset end
-    if unspent > resetUnspent then resetUnspent = unspent end
-    if allowed and spend then commit(KEYS[i], ev, limit, window, burst) end
-  end
-end
-
-if allowed then
-  retryAfter, refusing, remaining = 0, 0, remaining - cost
-else
-  binding = refusingLimit
-end
-
-return { allowed and 1 or 0, remaining, binding, retryAfter, resetAfter, refusing, now, resetUnspent }
+local evaluations, allowed, remaining, binding, wait, refusing =
+  judge(evaluate, 0, keyCount, limitCount, rules)
+local resetAfter, resetUnspent =
+  settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, ARGV[4] == '1')
+if allowed then remaining = remaining - cost end -- a refusal spends nothing
+return { allowed and 1 or 0, remaining, binding, wait, resetAfter, refusing, now, resetUnspent }

@@ -21,6 +21,7 @@ Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first
         resetAfterMs had nothing been spent}
        or {-1, now} when the deadline had passed
 ]]
+--#include lib/decide.lua
 if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
 local spend = ARGV[4] == '1'
@@ -34,34 +35,17 @@ for p = 1, partCount do
   local model = models[ARGV[j]]
   if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
   cost = tonumber(ARGV[j + 1])
-  local keyCount, limitCount = tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
-  local rules = {}
-  for l = 1, limitCount do
-    rules[l] = { tonumber(ARGV[j + 1 + 3 * l]), tonumber(ARGV[j + 2 + 3 * l]), tonumber(ARGV[j + 3 + 3 * l]) }
-  end
+  local keyCount = tonumber(ARGV[j + 2])
+  local limitCount, rules = readRules(j + 3)
   j = j + 4 + 3 * limitCount
   local part = {
-    model = model, cost = cost, keyCount = keyCount, limitCount = limitCount, rules = rules,
-    base = base, evaluations = {}, fits = true, remaining = math.huge, binding = 1,
-    wait = 0, refusing = 0, refusingLimit = 1,
+    model = model, cost = cost, base = base, keyCount = keyCount, limitCount = limitCount,
+    rules = rules,
   }
-  for l = 1, limitCount do
-    local rule = rules[l]
-    for k = 1, keyCount do
-      local i = (k - 1) * limitCount + l
-      local ev = model.evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
-      part.evaluations[i] = ev
-      if not ev.fits then
-        part.fits = false
-        -- As in consume-frame: the longest wait refuses; ties go to the first key, then limit.
-        if part.refusing == 0 or ev.wait > part.wait or (ev.wait == part.wait and k < part.refusing) then
-          part.wait, part.refusing, part.refusingLimit = ev.wait, k, l
-        end
-      end
-      if ev.room < part.remaining then part.remaining, part.binding = ev.room, l end
-    end
-  end
+  part.evaluations, part.fits, part.remaining, part.binding, part.wait, part.refusing =
+    judge(model.evaluate, base, keyCount, limitCount, rules)
   if not part.fits then
+    -- The longest wait refuses; ties go to the first part.
     if allowed or part.wait > longestWait then refusingPart, longestWait = p, part.wait end
     allowed = false
   end
@@ -73,26 +57,12 @@ local reply = { allowed and 1 or 0, refusingPart, now }
 for p = 1, partCount do
   local part = parts[p]
   cost = part.cost
-  local resetAfter, resetUnspent = 0, 0
-  for l = 1, part.limitCount do
-    local rule = part.rules[l]
-    for k = 1, part.keyCount do
-      local i = (k - 1) * part.limitCount + l
-      local ev = part.evaluations[i]
-      local reset, unspent = ev.reset(allowed), ev.reset(false)
-      if reset > resetAfter then resetAfter = reset end
-      if unspent > resetUnspent then resetUnspent = unspent end
-      if allowed and spend then part.model.commit(KEYS[part.base + i], ev, rule[1], rule[2], rule[3]) end
-    end
-  end
-  local remaining, binding = part.remaining, part.binding
-  if allowed then
-    remaining = remaining - cost
-  elseif not part.fits then
-    binding = part.refusingLimit
-  end
+  local resetAfter, resetUnspent = settle(part.model.commit, part.evaluations, part.base,
+    part.keyCount, part.limitCount, part.rules, allowed, spend)
+  -- A part that fitted while another refused reports no wait of its own and nothing spent.
+  local remaining = allowed and part.remaining - cost or part.remaining
   local n = #reply
-  reply[n + 1], reply[n + 2], reply[n + 3] = remaining, binding, part.wait
+  reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, part.wait
   reply[n + 4], reply[n + 5], reply[n + 6] = resetAfter, part.refusing, resetUnspent
 end
 return reply

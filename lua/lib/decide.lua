@@ -1,0 +1,62 @@
+--[[
+lib/decide.lua: one policy's decision on its keys, in two steps shared by every consume script
+(lib/consume-frame.lua, lib/stack-frame.lua, batch/consume.lua). Reads the prelude's `now` and
+`cost` (a frame deciding several policies sets `cost` to each one's own first).
+
+judge(evaluate, base, keyCount, limitCount, rules) evaluates every limit on every key against the
+  state before this call (KEYS[base + (k-1)*limitCount + l] is key k under limit l, rules[l] is
+  {limit, window, burst}) and returns evaluations, fits, remaining (room before this call),
+  binding limit (the refusing one when it does not fit), wait and refusing key (0 when it fits).
+  The longest wait refuses; ties go to the first key, then the first limit.
+settle(commit, evaluations, base, keyCount, limitCount, rules, allowed, spend) commits a judged
+  policy when `allowed` (the whole decision fitted) and `spend`; returns resetAfterMs and
+  resetAfterMs had nothing been spent.
+]]
+local function judge(evaluate, base, keyCount, limitCount, rules)
+  local evaluations = {}
+  local fits, remaining, binding = true, math.huge, 1
+  local wait, refusing, refusingLimit = 0, 0, 1
+  for l = 1, limitCount do
+    local rule = rules[l]
+    for k = 1, keyCount do
+      local i = (k - 1) * limitCount + l
+      local ev = evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
+      evaluations[i] = ev
+      if not ev.fits then
+        fits = false
+        if refusing == 0 or ev.wait > wait or (ev.wait == wait and k < refusing) then
+          wait, refusing, refusingLimit = ev.wait, k, l
+        end
+      end
+      if ev.room < remaining then remaining, binding = ev.room, l end -- ties: the first limit
+    end
+  end
+  if not fits then binding = refusingLimit end -- the refusing limit binds
+  return evaluations, fits, remaining, binding, wait, refusing
+end
+
+local function settle(commit, evaluations, base, keyCount, limitCount, rules, allowed, spend)
+  local resetAfter, resetUnspent = 0, 0
+  for l = 1, limitCount do
+    local rule = rules[l]
+    for k = 1, keyCount do
+      local i = (k - 1) * limitCount + l
+      local ev = evaluations[i]
+      local reset, unspent = ev.reset(allowed), ev.reset(false)
+      if reset > resetAfter then resetAfter = reset end
+      if unspent > resetUnspent then resetUnspent = unspent end
+      if allowed and spend then commit(KEYS[base + i], ev, rule[1], rule[2], rule[3]) end
+    end
+  end
+  return resetAfter, resetUnspent
+end
+
+--[[ Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. ]]
+local function readRules(at)
+  local limitCount = tonumber(ARGV[at])
+  local rules = {}
+  for l = 1, limitCount do
+    rules[l] = { tonumber(ARGV[at - 2 + 3 * l]), tonumber(ARGV[at - 1 + 3 * l]), tonumber(ARGV[at + 3 * l]) }
+  end
+  return limitCount, rules
+end
