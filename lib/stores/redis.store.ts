@@ -76,6 +76,9 @@ interface PartResult {
   readonly result: GroupResult;
 }
 
+/** What slot grouping needs of a request: its caller keys and policy (they make the stored keys). */
+type SlotRequest = { readonly keys: readonly string[]; readonly policy: string };
+
 /** One slot group of a stack: per request, the indices of its keys in that slot (maybe none). */
 type StackGroup = ReadonlyArray<readonly number[]>;
 
@@ -139,47 +142,14 @@ export class RedisStore implements Store {
   }
 
   async consume(request: SpendRequest): Promise<SpendResult> {
-    const spendId = nextSpendId();
-    if (!this.spansSlots(request)) return this.enqueue(request, true, spendId);
-    const groups = this.slotGroups(request);
-    if (groups.length === 1) return this.decide(request, true, spendId);
-    const charged: PartResult[] = [];
-    for (const [g, indices] of groups.entries()) {
-      let result;
-      try {
-        result = await this.decide(part(request, indices), true, spendId);
-      } catch (error) {
-        await this.compensate(request, charged, spendId);
-        throw error;
-      }
-      if (!result.allowed) {
-        await this.compensate(request, charged, spendId);
-        // The refusing group cannot see the others: peek the rest for an honest Retry-After.
-        const later = groups.slice(g + 1);
-        const peeks = await settled(
-          later.map(async (rest) => ({
-            indices: rest,
-            result: await this.decide(part(request, rest), false),
-          })),
-        );
-        return merge(request, [...charged, { indices, result }, ...peeks]);
-      }
-      charged.push({ indices, result });
-    }
-    return { ...merge(request, charged), ...(spendId !== undefined && { spendId }) };
+    if (!this.spansSlots(request)) return this.enqueue(request, true, nextSpendId());
+    // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
+    return (await this.consumeStack([request])).results[0]!;
   }
 
   async peek(request: SpendRequest): Promise<SpendResult> {
     if (!this.spansSlots(request)) return this.enqueue(request, false);
-    const groups = this.slotGroups(request);
-    if (groups.length === 1) return this.decide(request, false);
-    const parts = await Promise.all(
-      groups.map(async (indices) => ({
-        indices,
-        result: await this.decide(part(request, indices), false),
-      })),
-    );
-    return merge(request, parts);
+    return (await this.peekStack([request])).results[0]!;
   }
 
   async consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
@@ -265,30 +235,18 @@ export class RedisStore implements Store {
     );
   }
 
-  /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
   /** Whether the request's keys may live in several slots (checked without allocating). */
   private spansSlots(request: { readonly keys: readonly string[] }): boolean {
     return this.cluster && request.keys.length > 1;
   }
 
-  private slotGroups(request: {
-    readonly keys: readonly string[];
-    readonly policy: string;
-  }): number[][] {
-    const all = request.keys.map((_, i) => i);
-    if (!this.spansSlots(request)) return [all];
-    const bySlot = new Map<number, number[]>();
-    for (const i of all) {
-      const slot = clusterSlot(storageKey(this.prefix, request.keys[i]!, request.policy, 0));
-      const group = bySlot.get(slot);
-      if (group) group.push(i);
-      else bySlot.set(slot, [i]);
-    }
-    return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+  /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
+  private slotGroups(request: SlotRequest): readonly (readonly number[])[] {
+    return this.stackGroups([request]).map(([indices]) => indices!);
   }
 
   /** Every (request, key) of a stack grouped by Cluster slot, in slot order (one group otherwise). */
-  private stackGroups(requests: readonly SpendRequest[]): StackGroup[] {
+  private stackGroups(requests: readonly SlotRequest[]): StackGroup[] {
     const all = requests.map((r) => r.keys.map((_, i) => i));
     if (!this.cluster) return [all];
     const bySlot = new Map<number, number[][]>();
@@ -314,19 +272,6 @@ export class RedisStore implements Store {
         const parts = narrow(requests, group);
         return parts.map((request, n) => this.refundPart(request, results[n]!.at, spendId, false));
       }),
-    );
-  }
-
-  private async compensate(
-    request: SpendRequest,
-    charged: readonly PartResult[],
-    spendId: string | undefined,
-  ): Promise<void> {
-    // A refund that fails leaves a charge in place: the safe side, never extra budget.
-    await Promise.allSettled(
-      charged.map(({ indices, result }) =>
-        this.refundPart(part(request, indices), result.at, spendId, false),
-      ),
     );
   }
 
@@ -376,13 +321,8 @@ export class RedisStore implements Store {
       ...limitArgs(request),
     ])) as ScriptReply;
     if (reply[0] === -1) {
-      const receivedAt = monotonicNow();
-      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]);
-      // Back before the caller's deadline: our estimate of the Redis clock was wrong (it stepped,
-      // or another node answered), not the caller late. Once more, with the corrected estimate.
-      const inTime = request.deadlineAt !== undefined && receivedAt < request.deadlineAt;
-      if (inTime && !retried && !this.clock) return this.decide(request, spend, spendId, true);
-      throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
+      this.lateReply(reply[1], sentAt, monotonicNow(), request.deadlineAt, retried);
+      return this.decide(request, spend, spendId, true);
     }
     if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[6]);
     return toResult(reply, spendId);
@@ -493,19 +433,36 @@ export class RedisStore implements Store {
       return;
     }
     if (reply[0] === -1) {
-      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]);
-      const inTime = request.deadlineAt !== undefined && receivedAt < request.deadlineAt;
-      if (inTime && !this.clock) {
-        this.counted(this.decide(request, spend, spendId, true)).then(resolve, reject);
+      try {
+        this.lateReply(reply[1], sentAt, receivedAt, request.deadlineAt, false);
+      } catch (error) {
+        reject(error);
         return;
       }
-      reject(
-        new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing'),
-      );
+      this.counted(this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[6]);
     resolve(toResult(reply, spendId));
+  }
+
+  /**
+   * After a script answered `{-1, now}` (it ran past the deadline and wrote nothing): returns when
+   * the call should go once more, since it came back before the caller's deadline (the estimate
+   * of the Redis clock was wrong: it stepped, or another node answered; the estimate is corrected
+   * here); else throws StoreTimeoutError.
+   */
+  private lateReply(
+    redisNow: number,
+    sentAt: number,
+    receivedAt: number,
+    deadlineAt: number | undefined,
+    retried: boolean,
+  ): void {
+    if (!this.clock) this.redisClock.observe(sentAt, receivedAt, redisNow);
+    const inTime = deadlineAt !== undefined && receivedAt < deadlineAt;
+    if (inTime && !retried && !this.clock) return;
+    throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
   }
 
   /** One stack/consume run over the requests (all in one slot on Cluster). */
@@ -542,12 +499,8 @@ export class RedisStore implements Store {
     const sentAt = monotonicNow();
     const reply = (await this.run('stack/consume', keys, args)) as number[];
     if (reply[0] === -1) {
-      const receivedAt = monotonicNow();
-      if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[1]!);
-      const inTime = deadlineAt !== undefined && receivedAt < deadlineAt;
-      if (inTime && !retried && !this.clock)
-        return this.decideStack(requests, spend, spendId, true);
-      throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
+      this.lateReply(reply[1]!, sentAt, monotonicNow(), deadlineAt, retried);
+      return this.decideStack(requests, spend, spendId, true);
     }
     const allowed = reply[0] === 1;
     const at = reply[2]!;
