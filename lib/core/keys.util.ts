@@ -4,7 +4,9 @@ export type Keys = string | readonly string[];
 /**
  * Validates caller keys and drops repeats (a key named twice is charged once), keeping call order.
  *
- * @throws TypeError naming `keys` when the list is empty or holds a non-string or empty string
+ * @throws TypeError naming `keys` when the list is empty or holds a non-string, an empty string or
+ *   a string that is not well-formed UTF-16 (a lone surrogate: Redis would store it as U+FFFD,
+ *   so two such keys could share a budget)
  * @example
  * normalizeKeys(['ip:1', 'email:a', 'ip:1']); // ['ip:1', 'email:a']
  */
@@ -19,6 +21,11 @@ export function normalizeKeys(keys: Keys): string[] {
   list.forEach((key, index) => {
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`keys[${index}] must be a non-empty string; got ${describe(key)}`);
+    }
+    if (!key.isWellFormed()) {
+      throw new TypeError(
+        `keys[${index}] must be well-formed UTF-16; got ${JSON.stringify(key)}, which holds a lone surrogate`,
+      );
     }
     seen.add(key);
   });

@@ -3,16 +3,20 @@ import { createHash } from 'node:crypto';
 /** Caller keys longer than this are stored as their SHA-256, so stored key length stays bounded. */
 export const MAX_PLAIN_KEY_LENGTH = 128;
 
-/** Braces would end (or empty) the hash tag early: such caller keys are stored as their SHA-256. */
-const BRACE = /[{}]/;
+/**
+ * Caller keys stored as their SHA-256: braces (they would end or empty the hash tag early) and a
+ * leading `#` (the mark of a stored hash, so no plain key can spell another key's hash).
+ */
+const HASHED = /[{}]|^#/;
 
 /**
  * The stored name of one limit of one policy for one caller key.
  *
  * The caller key is the hash tag (`{…}`), so every limit and policy of one caller key lands in
  * one Redis Cluster slot; the policy name (no braces allowed) and limit index follow it. A caller
- * key that holds a brace (which would end the tag early, or leave it empty) or is longer than
- * {@link MAX_PLAIN_KEY_LENGTH} is stored as `#<SHA-256>`, so every tag is whole and bounded.
+ * key that holds a brace (which would end the tag early, or leave it empty), starts with `#` or is
+ * longer than {@link MAX_PLAIN_KEY_LENGTH} is stored as `#<SHA-256>`, so every tag is whole and
+ * bounded, and the mapping stays one-to-one: a plain tag never starts with `#`.
  *
  * @example
  * storageKey('rl:', 'ip:203.0.113.7', 'login', 0); // 'rl:{ip:203.0.113.7}:login:0'
@@ -38,7 +42,7 @@ export function ledgerKey(prefix: string, key: string, policy: string): string {
 }
 
 function hashTag(key: string): string {
-  return key.length > MAX_PLAIN_KEY_LENGTH || BRACE.test(key)
+  return key.length > MAX_PLAIN_KEY_LENGTH || HASHED.test(key)
     ? `#${createHash('sha256').update(key).digest('base64url')}`
     : key;
 }
