@@ -144,11 +144,14 @@ export class MemoryStore implements Store {
     return Promise.resolve();
   }
 
-  /** The value stored under `name`, if it has not expired. */
+  /**
+   * The value stored under `name`, if it has not expired. As in Redis, an entry is alive at exactly
+   * its expiry instant and gone only after it: the two stores agree at every boundary.
+   */
   private live(name: string, now: number): unknown {
     const entry = this.entries.get(name);
     if (!entry) return undefined;
-    if (entry.expiresAt <= now) {
+    if (entry.expiresAt < now) {
       this.entries.delete(name);
       return undefined;
     }
@@ -245,7 +248,7 @@ export class MemoryStore implements Store {
     if (!force && now < this.nextSweepAt) return;
     this.nextSweepAt = now + this.sweepIntervalMs;
     for (const [name, entry] of this.entries) {
-      if (entry.expiresAt <= now) this.entries.delete(name);
+      if (entry.expiresAt < now) this.entries.delete(name);
     }
   }
 }

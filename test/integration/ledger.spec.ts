@@ -64,6 +64,30 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
     },
   );
 
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a copy refunded at exactly the ledger’s last instant gives nothing again',
+    async (algorithm) => {
+      // 1 per 10 ms, burst 3: the ledger lives 30 ms, and so does a spend's weight.
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'edge',
+        algorithm,
+        limit: 1,
+        window: 10,
+        burst: 3,
+      });
+      const a = await limiter.consume('k');
+      await limiter.consume('k', { cost: 2 });
+      expect(await limiter.refund(a)).toBe(true);
+      clock.advance(15);
+      await limiter.consume('k', { cost: 2 }); // the bucket stays busy
+      clock.advance(15); // exactly a.at + 30: the spend still counts, the ledger still holds it
+      const before = await limiter.peek('k');
+      await limiter.refund(copy(a.receipt));
+      expect(await limiter.peek('k')).toEqual(before);
+    },
+  );
+
   it('a bucket refund after the clock stepped back is not mistaken for the latest spend', async () => {
     const clock = new TestClock();
     const limiter = new Limiter(backend.store(clock), {
