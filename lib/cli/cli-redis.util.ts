@@ -1,3 +1,4 @@
+import { maskUrl } from '../nest/mask-url.util';
 import type { RedisClient } from '../stores/redis.store';
 import { CliError, EXIT_CODES, storeError } from './cli.error';
 
@@ -52,14 +53,4 @@ async function loadIoredis(): Promise<typeof import('ioredis')> {
       EXIT_CODES.usage,
     );
   }
-}
-
-/**
- * The URL with its password replaced by `***`, for messages.
- *
- * @example
- * maskUrl('redis://:secret@cache:6379/0'); // 'redis://:***@cache:6379/0'
- */
-export function maskUrl(url: string): string {
-  return url.replace(/^(\w+:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
 }

@@ -1,7 +1,7 @@
 import { type Algorithm, resolvePolicy } from '../core/policy';
 import type { CliConfig } from './cli-config.util';
 import { columns, formatLimits } from './cli-format.util';
-import { maskUrl } from './cli-redis.util';
+import { maskUrl } from '../nest/mask-url.util';
 
 /** Algorithms whose limits have a capacity of their own. */
 const BURST_ALGORITHMS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'gcra']);

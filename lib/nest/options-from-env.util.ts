@@ -1,5 +1,6 @@
 import { FAIL_MODES, type FailMode } from '../core/policy';
 import { createClientIpResolver } from './client-ip.util';
+import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
 import { RedlimitConfigError } from './redlimit-config.error';
 import type {
@@ -176,9 +177,4 @@ function validateClientIp(variable: string, value: string, options: ClientIpOpti
   } catch (error) {
     throw new RedlimitConfigError(variable, value, (error as Error).message);
   }
-}
-
-/** The URL with its password replaced by `***`. */
-function maskUrl(url: string): string {
-  return url.replace(/^(\w+:\/\/[^:@/]*:)[^@/]*@/, '$1***@');
 }

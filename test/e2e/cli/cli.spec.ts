@@ -140,6 +140,28 @@ describe('redlimit command', () => {
     });
   });
 
+  it('a password pasted unencoded into the URL stays masked', async () => {
+    for (const [url, shown] of [
+      ['redis://:p@ss@127.0.0.1:1', 'redis://:***@127.0.0.1:1'],
+      ['redis://u:pa/ss@127.0.0.1:1', 'redis://u:***@127.0.0.1:1'],
+    ]) {
+      const run = await redlimit(['policies', '--json'], { ...env, REDIS_URL: url! });
+      expect(run.code).toBe(0);
+      expect((JSON.parse(run.stdout) as { redis: string }).redis).toBe(shown);
+      expect(run.stdout).not.toMatch(/p@ss|pa\/ss/);
+    }
+    const closed = await getFreePort();
+    const run = await redlimit(['reset', 'login', 'email=alice@example.com'], {
+      ...env,
+      REDIS_URL: `redis://:p@ss@127.0.0.1:${closed}`,
+    });
+    expect(run.code).toBe(3);
+    expectOneLineError(
+      run,
+      new RegExp(`cannot reach Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${closed}: `),
+    );
+  });
+
   it('an unknown policy exits 2 naming the known ones, before Redis is contacted', async () => {
     const closed = `redis://127.0.0.1:${await getFreePort()}`;
     const run = await redlimit(['reset', 'logn', 'email=alice@example.com'], {

@@ -117,6 +117,13 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     expect(() => redlimitOptionsFromEnv({ REDLIMIT_IPV6_SUBNET: '200' })).toThrow(
       /^REDLIMIT_IPV6_SUBNET="200"/,
     );
+    // A password pasted with an unencoded '@' or '/' is masked too.
+    expect(() => redlimitOptionsFromEnv({ REDIS_URL: 'http://:p@ss@cache:6379' })).toThrow(
+      /^REDIS_URL="http:\/\/:\*\*\*@cache:6379" is invalid/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDIS_URL: 'https://u:pa/ss@cache' })).toThrow(
+      /^REDIS_URL="https:\/\/u:\*\*\*@cache" is invalid/,
+    );
     expect(() => redlimitOptionsFromEnv({ REDLIMIT_KEY_SECRET: 'short-secret' })).toThrow(
       /^REDLIMIT_KEY_SECRET="\*\*\*" is invalid/,
     );
