@@ -109,7 +109,11 @@ export class RedisStore implements Store {
   private readonly expiryOffsetMs: number;
   private readonly cluster: boolean;
   private readonly redisClock = new ClockOffset();
-  private clockProbe?: Promise<void>;
+  /**
+   * Operations issued while the first measurement of the Redis clock runs: held, then sent in
+   * issue order once it answers (a spend needs the clock for its deadline; nothing may overtake it).
+   */
+  private held?: Array<(probeError?: unknown) => void>;
   private readonly coalesce: boolean;
   /** Script runs sent and not answered yet (coalescing waits only while there are some). */
   private inFlight = 0;
@@ -141,18 +145,108 @@ export class RedisStore implements Store {
     this.coalesce = options.coalesce !== false && !this.cluster;
   }
 
-  async consume(request: SpendRequest): Promise<SpendResult> {
-    if (!this.spansSlots(request)) return this.enqueue(request, true, nextSpendId());
-    // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
-    return (await this.consumeStack([request])).results[0]!;
+  consume(request: SpendRequest): Promise<SpendResult> {
+    return this.inOrder(request.deadlineAt, async () => {
+      if (!this.spansSlots(request)) return this.enqueue(request, true, nextSpendId());
+      // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
+      return (await this.spendStack([request])).results[0]!;
+    });
   }
 
-  async peek(request: SpendRequest): Promise<SpendResult> {
-    if (!this.spansSlots(request)) return this.enqueue(request, false);
-    return (await this.peekStack([request])).results[0]!;
+  peek(request: SpendRequest): Promise<SpendResult> {
+    return this.inOrder(undefined, async () => {
+      if (!this.spansSlots(request)) return this.enqueue(request, false);
+      return (await this.peekAll([request])).results[0]!;
+    });
   }
 
-  async consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+  consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    return this.inOrder(earliest(requests), () => this.spendStack(requests));
+  }
+
+  peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+    return this.inOrder(undefined, () => this.peekAll(requests));
+  }
+
+  refund(request: RefundRequest): Promise<void> {
+    return this.inOrder(undefined, async () => {
+      this.flush(); // decisions queued before this refund go first
+      await Promise.all(
+        this.slotGroups(request).map((indices) => {
+          const at = request.atByKey?.[indices[0]!] ?? request.at;
+          return this.refundPart(part(request, indices), at, request.spendId);
+        }),
+      );
+    });
+  }
+
+  reset(request: ResetRequest): Promise<void> {
+    return this.inOrder(undefined, async () => {
+      this.flush(); // decisions queued before this reset go first
+      const lifetime = stateLifetimeMs(request.algorithm, request.limits);
+      await Promise.all(
+        this.slotGroups(request).map((indices) => {
+          const { keys } = part(request, indices);
+          const declared = storageKeysWithLedgers(
+            this.prefix,
+            keys,
+            request.policy,
+            request.limits.length,
+          );
+          return this.run('reset/reset', declared, [
+            this.now(),
+            this.expiryOffsetMs,
+            '',
+            '',
+            '',
+            lifetime,
+            request.limits.length,
+          ]);
+        }),
+      );
+    });
+  }
+
+  /**
+   * Sends an operation now, or holds it while the Redis clock is being measured: a spend with a
+   * deadline (`deadlineAt`) needs that measurement first, and whatever is issued after it waits
+   * too, so every operation reaches Redis in issue order. If the measurement fails, the held
+   * spends fail with its error and the rest go ahead.
+   */
+  private inOrder<T>(deadlineAt: number | undefined, send: () => Promise<T>): Promise<T> {
+    const needsClock =
+      deadlineAt !== undefined && !this.clock && this.redisClock.value === undefined;
+    if (this.held === undefined) {
+      if (!needsClock) return send();
+      this.measureClock();
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.held!.push((probeError) => {
+        if (probeError !== undefined && needsClock) reject(probeError);
+        else send().then(resolve, reject);
+      });
+    });
+  }
+
+  /** Measures the Redis clock (one TIME), then sends what was held meanwhile, in issue order. */
+  private measureClock(): void {
+    const held: Array<(probeError?: unknown) => void> = (this.held = []);
+    const release = (probeError?: unknown): void => {
+      this.held = undefined;
+      for (const send of held) send(probeError);
+    };
+    const sentAt = monotonicNow();
+    this.client.time().then(
+      ([seconds, micros]) => {
+        const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+        this.redisClock.observe(sentAt, monotonicNow(), redisNow);
+        release();
+      },
+      (error: unknown) => release(error ?? new Error('redlimit: TIME failed')),
+    );
+  }
+
+  private async spendStack(requests: readonly SpendRequest[]): Promise<StackResult> {
     this.flush(); // decisions queued before this stack go first
     const spendId = nextSpendId();
     const groups = this.stackGroups(requests);
@@ -185,7 +279,7 @@ export class RedisStore implements Store {
     return { ...merged, results: merged.results.map((r) => ({ ...r, spendId })) };
   }
 
-  async peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
+  private async peekAll(requests: readonly SpendRequest[]): Promise<StackResult> {
     this.flush();
     const groups = this.stackGroups(requests);
     if (groups.length === 1) return this.decideStack(requests, false);
@@ -199,39 +293,6 @@ export class RedisStore implements Store {
       requests,
       parts,
       parts.every(({ results }) => results.every((r) => r.allowed)),
-    );
-  }
-
-  async refund(request: RefundRequest): Promise<void> {
-    await Promise.all(
-      this.slotGroups(request).map((indices) => {
-        const at = request.atByKey?.[indices[0]!] ?? request.at;
-        return this.refundPart(part(request, indices), at, request.spendId);
-      }),
-    );
-  }
-
-  async reset(request: ResetRequest): Promise<void> {
-    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
-    await Promise.all(
-      this.slotGroups(request).map((indices) => {
-        const { keys } = part(request, indices);
-        const declared = storageKeysWithLedgers(
-          this.prefix,
-          keys,
-          request.policy,
-          request.limits.length,
-        );
-        return this.run('reset/reset', declared, [
-          this.now(),
-          this.expiryOffsetMs,
-          '',
-          '',
-          '',
-          lifetime,
-          request.limits.length,
-        ]);
-      }),
     );
   }
 
@@ -306,10 +367,7 @@ export class RedisStore implements Store {
     retried = false,
   ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
     const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
-    // Known offset (every call but a store's first): no extra promise on the hot path.
-    const deadline = !spend
-      ? ''
-      : (this.knownDeadline(request.deadlineAt) ?? (await this.deadline(request.deadlineAt)));
+    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const sentAt = monotonicNow();
     const reply = (await this.run(`${request.algorithm}/consume`, keys, [
       this.now(),
@@ -329,16 +387,16 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One decision: sent at once when nothing is in flight (or coalescing is off, or the Redis
-   * clock is not measured yet), else queued for the batch sent at the end of this event-loop turn.
+   * One decision: sent at once when nothing is in flight (or coalescing is off), else queued for
+   * the batch sent at the end of this event-loop turn.
    */
   private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<GroupResult> {
-    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const waiting = this.queued.length > 0;
-    if (!this.coalesce || (this.inFlight === 0 && !waiting) || deadline === undefined) {
+    if (!this.coalesce || (this.inFlight === 0 && !waiting)) {
       this.flush(); // what was queued came first, and goes first
       return this.counted(this.decide(request, spend, spendId));
     }
+    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const now = this.now();
     return new Promise<GroupResult>((resolve, reject) => {
       if (!waiting) setImmediate(() => this.flush());
@@ -473,9 +531,7 @@ export class RedisStore implements Store {
     retried = false,
   ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
     const deadlineAt = earliest(requests);
-    const deadline = !spend
-      ? ''
-      : (this.knownDeadline(deadlineAt) ?? (await this.deadline(deadlineAt)));
+    const deadline = spend ? this.knownDeadline(deadlineAt) : '';
     const keys: string[] = [];
     const args: Array<string | number> = [
       this.now(),
@@ -523,41 +579,19 @@ export class RedisStore implements Store {
   }
 
   /**
-   * The caller's deadline on the script's clock. With Redis TIME: through the measured offset (the
-   * first spend measures it; if that takes too long, the deadline has simply passed). With a
-   * custom clock: the time left, added to the clock's reading (the script then reads the same
-   * clock value, so only a call sent after its deadline is refused).
+   * The caller's deadline on the script's clock, or '' for none. With Redis TIME: through the
+   * measured offset ({@link inOrder} measures it before the first spend is sent; if that takes too
+   * long, the deadline has simply passed). With a custom clock: the time left, added to the
+   * clock's reading (the script then reads the same clock value, so only a call sent after its
+   * deadline is refused).
    */
-  private async deadline(deadlineAt: number | undefined): Promise<string> {
-    const known = this.knownDeadline(deadlineAt);
-    if (known !== undefined) return known;
-    await this.probeClock();
-    return this.knownDeadline(deadlineAt) as string;
-  }
-
-  /** The deadline when it can be computed without measuring the Redis clock first. */
-  private knownDeadline(deadlineAt: number | undefined): string | undefined {
+  private knownDeadline(deadlineAt: number | undefined): string {
     if (deadlineAt === undefined) return '';
     if (this.clock) return String(Math.floor(this.clock() + deadlineAt - monotonicNow()));
     const offset = this.redisClock.value;
-    return offset === undefined ? undefined : String(Math.floor(deadlineAt + offset));
-  }
-
-  /** Measures the Redis clock once, before the first decision (later replies keep it fresh). */
-  private probeClock(): Promise<void> {
-    this.clockProbe ??= (async () => {
-      const sentAt = monotonicNow();
-      const [seconds, micros] = await this.client.time();
-      this.redisClock.observe(
-        sentAt,
-        monotonicNow(),
-        Number(seconds) * 1000 + Math.floor(Number(micros) / 1000),
-      );
-    })().catch((error: unknown) => {
-      this.clockProbe = undefined; // try again with the next decision
-      throw error;
-    });
-    return this.clockProbe;
+    if (offset === undefined)
+      throw new Error('redlimit: a spend was sent before the Redis clock was measured');
+    return String(Math.floor(deadlineAt + offset));
   }
 
   /** The clock's reading for ARGV, or '' to have the script read Redis TIME. */

@@ -15,7 +15,7 @@ export class TestClock {
 
 /** One store implementation under test. */
 export interface Backend {
-  readonly name: 'redis' | 'cluster' | 'memory';
+  readonly name: 'redis' | 'redis, coalesce: false' | 'cluster' | 'memory';
   /** A fresh, isolated store (own key prefix on Redis), optionally on a test clock. */
   store(clock?: TestClock): Store;
   /** The Redis or Cluster client (Redis backends only). */
@@ -26,10 +26,11 @@ export interface Backend {
 
 /**
  * The stores every guarantee is tested on: a single Redis, the run's Redis Cluster (when it has
- * one, see global-setup.ts) and MemoryStore. Call at the top of a spec file: it opens the clients
- * before the specs, warms them, and closes them after.
+ * one, see global-setup.ts) and MemoryStore; with `uncoalesced`, also a single Redis store with
+ * coalescing off (for specs about the order operations reach Redis in). Call at the top of a spec
+ * file: it opens the clients before the specs, warms them, and closes them after.
  */
-export function backends(specName: string): Backend[] {
+export function backends(specName: string, { uncoalesced = false } = {}): Backend[] {
   let client: Redis | undefined;
   let cluster: Cluster | undefined;
   const nodes = clusterNodes();
@@ -68,9 +69,28 @@ export function backends(specName: string): Backend[] {
     keys: async (pattern) =>
       (await Promise.all(cluster!.nodes('master').map((node) => node.keys(pattern)))).flat(),
   };
+  const redisUncoalesced: Backend = {
+    name: 'redis, coalesce: false',
+    get client() {
+      return client;
+    },
+    keys: (pattern) => client!.keys(pattern),
+    store: (clock) =>
+      new RedisStore({
+        client: client!,
+        prefix: uniquePrefix(specName),
+        clock: clock?.read,
+        coalesce: false,
+      }),
+  };
   const memory: Backend = {
     name: 'memory',
     store: (clock) => new MemoryStore(clock ? { clock: clock.read } : {}),
   };
-  return nodes ? [redis, onCluster, memory] : [redis, memory];
+  return [
+    redis,
+    ...(uncoalesced ? [redisUncoalesced] : []),
+    ...(nodes ? [onCluster] : []),
+    memory,
+  ];
 }

@@ -1,0 +1,84 @@
+import { type Algorithm, ALGORITHMS, Limiter, type Store } from '../../lib';
+import { backends, TestClock } from '../support/backends';
+
+/**
+ * Every operation a caller issues on one store takes effect in issue order, whatever coalescing
+ * and the first measurement of the Redis clock do. The calls below are issued without awaiting
+ * in between, as concurrent requests of one process issue them.
+ */
+const stores = backends('ordering', { uncoalesced: true });
+
+const policy = (algorithm: Algorithm) => ({ name: 'order', algorithm, limit: 2, window: '1h' });
+
+describe.each(stores)('$name store: operations take effect in issue order', (backend) => {
+  describe.each([
+    ['a controllable clock', () => new TestClock()],
+    ['the store clock', () => undefined],
+  ])('on %s', (_, clockFor) => {
+    const make = (algorithm: Algorithm): Limiter =>
+      new Limiter(backend.store(clockFor()), policy(algorithm));
+
+    it.each(ALGORITHMS)(
+      '%s: a refund issued after two consumes does not reach them first',
+      async (algorithm) => {
+        const limiter = make(algorithm);
+        const a = await limiter.consume('k');
+        const b = limiter.consume('k');
+        const c = limiter.consume('k');
+        const refund = limiter.refund(a);
+        expect([(await b).allowed, (await c).allowed, await refund]).toEqual([true, false, true]);
+        expect((await limiter.peek('k')).remaining).toBe(0);
+      },
+    );
+
+    it.each(ALGORITHMS)('%s: a reset issued after two consumes clears both', async (algorithm) => {
+      const limiter = make(algorithm);
+      await limiter.peek('warm'); // something in flight or not: both must hold
+      const spends = [limiter.consume('k'), limiter.consume('k')];
+      const reset = limiter.reset('k');
+      expect((await Promise.all(spends)).map((d) => d.allowed)).toEqual([true, true]);
+      await reset;
+      expect((await limiter.peek('k')).remaining).toBe(1);
+    });
+
+    it.each(ALGORITHMS)(
+      '%s: on a fresh store, a peek issued after the first consume sees it',
+      async (algorithm) => {
+        const limiter = make(algorithm);
+        const spent = limiter.consume('k');
+        const peeked = limiter.peek('k');
+        expect((await spent).allowed).toBe(true);
+        expect((await peeked).remaining).toBe(0);
+      },
+    );
+
+    it.each(ALGORITHMS)(
+      '%s: on a fresh store, a reset issued after the first consume clears it',
+      async (algorithm) => {
+        const limiter = make(algorithm);
+        const spent = limiter.consume('k');
+        const reset = limiter.reset('k');
+        expect((await spent).allowed).toBe(true);
+        await reset;
+        expect((await limiter.peek('k')).remaining).toBe(1);
+      },
+    );
+
+    it('on a fresh store, a stack and a consume issued after the first consume follow it', async () => {
+      const store: Store = backend.store(clockFor());
+      const one = new Limiter(store, policy('fixed-window'));
+      const other = new Limiter(store, { ...policy('sliding-window'), name: 'other' });
+      const first = one.consume('k');
+      const stacked = Limiter.consumeAll([
+        { limiter: one, keys: 'k' },
+        { limiter: other, keys: 'k' },
+      ]);
+      const third = one.consume('k');
+      expect([(await first).allowed, (await stacked).allowed, (await third).allowed]).toEqual([
+        true,
+        true,
+        false,
+      ]);
+    });
+  });
+});
