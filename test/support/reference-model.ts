@@ -80,6 +80,12 @@ export class ReferenceModel {
     if (spend.refunded) return;
     spend.refunded = true;
     if (!this.isBucket()) return; // the log simply stops counting it
+    // Older than the longest a bucket can stay busy: it weighs on nothing, or the store can no
+    // longer tell how much (the safe side: nothing back).
+    const lifetime = Math.max(
+      ...this.limits.map((r) => Math.ceil((r.burst * r.windowMs) / r.limit)),
+    );
+    if (now - spend.at > lifetime) return;
     for (const key of spend.keys) {
       this.limits.forEach((rule, l) => {
         const bucket = this.bucketAt(key, l, rule, now);
