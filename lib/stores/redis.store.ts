@@ -113,7 +113,7 @@ export class RedisStore implements Store {
    * Operations issued while the first measurement of the Redis clock runs: held, then sent in
    * issue order once it answers (a spend needs the clock for its deadline; nothing may overtake it).
    */
-  private held?: Array<(probeError?: unknown) => void>;
+  private held?: Array<(probeError?: Error) => void>;
   private readonly coalesce: boolean;
   /** Script runs sent and not answered yet (coalescing waits only while there are some). */
   private inFlight = 0;
@@ -230,8 +230,8 @@ export class RedisStore implements Store {
 
   /** Measures the Redis clock (one TIME), then sends what was held meanwhile, in issue order. */
   private measureClock(): void {
-    const held: Array<(probeError?: unknown) => void> = (this.held = []);
-    const release = (probeError?: unknown): void => {
+    const held: Array<(probeError?: Error) => void> = (this.held = []);
+    const release = (probeError?: Error): void => {
       this.held = undefined;
       for (const send of held) send(probeError);
     };
@@ -242,7 +242,7 @@ export class RedisStore implements Store {
         this.redisClock.observe(sentAt, monotonicNow(), redisNow);
         release();
       },
-      (error: unknown) => release(error ?? new Error('redlimit: TIME failed')),
+      (error: unknown) => release(error instanceof Error ? error : new Error(String(error))),
     );
   }
 
