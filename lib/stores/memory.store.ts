@@ -164,9 +164,19 @@ export class MemoryStore implements Store {
 
   /** Evaluates every request before writing anything; charges all of them only if all fit. */
   private decideStack(requests: readonly SpendRequest[], spend: boolean): StackResult {
-    const now = this.now();
+    const clockNow = this.now();
     const spendId = spend ? nextSpendId() : undefined;
-    const parts = requests.map((request) => this.evaluate(request, now, spendId));
+    let now = clockNow;
+    let parts = requests.map((request) => this.evaluate(request, now, spendId));
+    // A state from a later window: the clock stepped back. Time is never earlier than the state
+    // has seen: evaluate again from the start of that window (as lua/lib/decide.lua does).
+    const seen = Math.max(...parts.map((part) => part.seen));
+    if (seen > now) {
+      now = seen;
+      parts = requests.map((request) => this.evaluate(request, now, spendId));
+    }
+    // Waits judged at `now`, counted from the clock's reading.
+    const behind = (ms: number) => (ms > 0 ? ms + now - clockNow : 0);
     let refusingIndex = -1;
     parts.forEach((part, r) => {
       // The longest wait refuses; ties go to the first request.
@@ -180,7 +190,7 @@ export class MemoryStore implements Store {
     const results = parts.map((part, r): SpendResult => {
       let resetAfterMs = 0;
       for (const { name, evaluation } of part.pairs) {
-        resetAfterMs = Math.max(resetAfterMs, evaluation.resetMs(allowed));
+        resetAfterMs = Math.max(resetAfterMs, behind(evaluation.resetMs(allowed)));
         if (allowed && spend) {
           const { state, expiresAt } = evaluation.next();
           this.entries.set(name, { value: state, expiresAt });
@@ -190,7 +200,7 @@ export class MemoryStore implements Store {
         allowed,
         remaining: allowed ? part.remaining - requests[r]!.cost : part.remaining,
         limitIndex: part.fits ? part.limitIndex : part.blockedLimitIndex,
-        retryAfterMs: part.fits ? 0 : part.retryAfterMs,
+        retryAfterMs: part.fits ? 0 : behind(part.retryAfterMs),
         resetAfterMs,
         blockedKeyIndex: part.fits ? -1 : part.blockedKeyIndex,
         at: now,
@@ -212,11 +222,13 @@ export class MemoryStore implements Store {
     let retryAfterMs = 0;
     let blockedKeyIndex = -1;
     let blockedLimitIndex = 0;
+    let seen = -1;
     request.keys.forEach((key, k) =>
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
         const evaluation = algorithm.evaluate(this.read(name, algorithm, now), rule, context);
         pairs.push({ name, evaluation });
+        if (evaluation.seen !== undefined) seen = Math.max(seen, evaluation.seen);
         if (!evaluation.fits) {
           fits = false;
           if (evaluation.waitMs > retryAfterMs || blockedKeyIndex < 0) {
@@ -231,7 +243,16 @@ export class MemoryStore implements Store {
         }
       }),
     );
-    return { pairs, fits, remaining, limitIndex, retryAfterMs, blockedKeyIndex, blockedLimitIndex };
+    return {
+      pairs,
+      fits,
+      remaining,
+      limitIndex,
+      retryAfterMs,
+      blockedKeyIndex,
+      blockedLimitIndex,
+      seen,
+    };
   }
 
   private read(name: string, algorithm: MemoryAlgorithm<unknown>, now: number): unknown {

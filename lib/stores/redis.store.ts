@@ -26,11 +26,19 @@ export interface RedisStoreOptions {
   /** Prepended to every stored key. Default `'rl:'`. */
   readonly prefix?: string;
   /**
-   * Replaces Redis `TIME` as the source of time (ms since the epoch), e.g. a controllable clock
-   * in tests or simulations. Windows follow this clock; Redis still expires keys in real time, so
-   * expiries are shifted by the clock's distance from real time, rounded up to whole days, plus one
-   * day: keys then outlive their windows by up to two days of real time (harmless: a key of a past
-   * window counts as empty), and a clock may stand still for a day without losing state.
+   * Replaces Redis `TIME` as the source of time (ms since the epoch), e.g. `() => Date.now()` or a
+   * controllable clock in tests and simulations. Windows follow this clock; Redis still expires
+   * keys in real time, so expiries are shifted by the clock's distance from real time, rounded up
+   * to whole days, plus one day: keys outlive their windows by up to two days of real time
+   * (harmless: a key of a past window counts as empty), and a clock may stand still for a day
+   * without losing state. No state is recognised by that shift (it differs between processes):
+   * stores whose clocks differ still share every key.
+   *
+   * What the clock must be: whole or fractional ms (floored); the same clock for every process
+   * that shares this prefix, or their skew decides windows (hosts 5 ms apart put a spend 5 ms from
+   * a window edge in different windows); it may step back (an NTP step): state from a later window
+   * is never overwritten, time counts as no earlier than the latest window the state has seen, and
+   * waits are counted from the clock as it reads. Redis `TIME` (the default) is one clock for all.
    */
   readonly clock?: () => number;
   /**
@@ -63,8 +71,10 @@ interface Queued {
   readonly reject: (error: unknown) => void;
 }
 
-/** consume-frame.lua's reply: 8 numbers, or [-1, now] when it ran past its deadline. */
-type ScriptReply = [number, number, number, number, number, number, number, number];
+/** consume-frame.lua's reply: 9 numbers, or [-1, now] when it ran past its deadline. */
+type ScriptReply = [number, number, number, number, number, number, number, number, number];
+/** Values per decision in a consume-frame or batch/consume reply. */
+const REPLY_LENGTH = 9;
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
 /** A script's answer for one request, with what merging slot groups needs. */
@@ -469,7 +479,7 @@ export class RedisStore implements Store {
         const values = reply as number[];
         const receivedAt = monotonicNow();
         batch.forEach((queued, d) => {
-          const answer = values.slice(8 * d, 8 * d + 8) as ScriptReply;
+          const answer = values.slice(REPLY_LENGTH * d, REPLY_LENGTH * (d + 1)) as ScriptReply;
           this.settleQueued(queued, answer, sentAt, receivedAt);
         });
       },
@@ -559,10 +569,10 @@ export class RedisStore implements Store {
       return this.decideStack(requests, spend, spendId, true);
     }
     const allowed = reply[0] === 1;
-    const at = reply[2]!;
-    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), at);
+    const at = reply[3]!;
+    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[2]!);
     const results = requests.map((_, n): GroupResult => {
-      const o = 3 + 6 * n;
+      const o = 4 + 6 * n;
       return {
         allowed,
         remaining: reply[o]!,
@@ -695,8 +705,17 @@ function explainOrError(message: string): Error {
 
 /** A consume-frame reply (not the deadline one) as a store answer. */
 function toResult(reply: ScriptReply, spendId: string | undefined): GroupResult {
-  const [allowed, remaining, binding, retryAfterMs, resetAfterMs, refusing, at, resetIfUnspentMs] =
-    reply;
+  const [
+    allowed,
+    remaining,
+    binding,
+    retryAfterMs,
+    resetAfterMs,
+    refusing,
+    ,
+    resetIfUnspentMs,
+    at,
+  ] = reply;
   return {
     allowed: allowed === 1,
     remaining,

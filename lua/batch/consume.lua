@@ -14,9 +14,9 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            [j+4] deadline or '', [j+5] now of a custom clock when the decision was made, or ''
            (then the batch's Redis TIME), [j+6] key count K, [j+7] L, then for l = 1..L:
            [j+5+3l] limit, [j+6+3l] window ms, [j+7+3l] burst; the next starts at j+8+3L
-Return eight values per decision, as lib/consume-frame.lua returns them; a decision whose
-       deadline had passed answers -1, now and six zeros (and wrote nothing); one whose
-       evaluation raised an error (e.g. a key of another type) answers -2, the message and six
+Return nine values per decision, as lib/consume-frame.lua returns them; a decision whose
+       deadline had passed answers -1, now and seven zeros (and wrote nothing); one whose
+       evaluation raised an error (e.g. a key of another type) answers -2, the message and seven
        zeros, and the other decisions stand
 ]]
 --#include lib/prelude.lua
@@ -28,15 +28,22 @@ local reply = {}
 local batchNow = now
 local j, base = 8, 0
 
--- One decision, as lib/consume-frame.lua makes it; returns its eight reply values.
+-- One decision, as lib/consume-frame.lua makes it; returns its nine reply values.
 local function decide(model, spend, deadline, keyCount, limitCount, rules)
-  if deadline ~= '' and now > tonumber(deadline) then return { -1, now, 0, 0, 0, 0, 0, 0 } end
-  local evaluations, allowed, remaining, binding, wait, refusing =
+  if deadline ~= '' and now > tonumber(deadline) then return { -1, now, 0, 0, 0, 0, 0, 0, 0 } end
+  local clockNow = now
+  local evaluations, allowed, remaining, binding, wait, refusing, seen =
     judge(model.evaluate, base, keyCount, limitCount, rules)
+  if seen > now then
+    now = seen
+    evaluations, allowed, remaining, binding, wait, refusing =
+      judge(model.evaluate, base, keyCount, limitCount, rules)
+  end
   local resetAfter, resetUnspent =
     settle(model.commit, evaluations, base, keyCount, limitCount, rules, allowed, spend)
   if allowed then remaining = remaining - cost end
-  return { allowed and 1 or 0, remaining, binding, wait, resetAfter, refusing, now, resetUnspent }
+  return { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
+    behind(resetAfter, clockNow), refusing, clockNow, behind(resetUnspent, clockNow), now }
 end
 
 for d = 1, tonumber(ARGV[7]) do
@@ -53,10 +60,10 @@ for d = 1, tonumber(ARGV[7]) do
   local ok, answer = pcall(decide, model, spend, deadline, keyCount, limitCount, rules)
   if not ok then
     local message = type(answer) == 'table' and answer.err or tostring(answer)
-    answer = { -2, message, 0, 0, 0, 0, 0, 0 }
+    answer = { -2, message, 0, 0, 0, 0, 0, 0, 0 }
   end
   local n = #reply
-  for v = 1, 8 do reply[n + v] = answer[v] end
+  for v = 1, 9 do reply[n + v] = answer[v] end
   base = base + keyCount * limitCount
 end
 return reply

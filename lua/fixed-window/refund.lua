@@ -1,22 +1,25 @@
 --[[
 fixed-window/refund.lua: give back what one spend took, to the window it was taken from.
 
-A counter belongs to the window whose end (+ offset) is its PEXPIRETIME. The spend at `at` was
-charged to the window containing that instant; if the key now carries another expiry (the window
-rolled over, the key expired, or it was reset) the refund does nothing. Never creates a key, never
-goes below zero.
+A counter belongs to the window whose end is its PEXPIRETIME (on a custom clock: the end its
+value names, see consume.lua). The spend at `at` was charged to the window containing that instant;
+if the key now counts another window (it rolled over, the key expired, or it was reset) the refund
+does nothing. Never creates a key, never goes below zero.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
 --#include lib/prelude.lua
+--#include fixed-window/model.lua
 
 local function refund(key, limit, window, burst, at)
   local chargedEnd = (math.floor(at / window) + 1) * window
   if now >= chargedEnd then return 0 end -- that window is over
-  if rcall('PEXPIRETIME', key) ~= chargedEnd + offset then return 0 end
-  local count = tonumber(rcall('GET', key)) or 0
+  local count, stored = readCounter(key, window)
+  if stored ~= chargedEnd or count == 0 then return 0 end
   if count <= cost then
     rcall('DEL', key)
+  elseif customClock then
+    rcall('SET', key, string.format('%d:%d', count - cost, stored), 'KEEPTTL')
   else
     rcall('DECRBY', key, cost)
   end

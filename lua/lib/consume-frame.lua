@@ -19,18 +19,27 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            caller already gave up: a delayed, queued or replayed command) writes nothing
        [7] L: number of limits, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
 Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when refused),
-        retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), now,
-        resetAfterMs had nothing been spent (to merge the answers of several Cluster slots)}
+        retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), the clock's reading,
+        resetAfterMs had nothing been spent (to merge the answers of several Cluster slots),
+        the instant decided at (the clock's reading, or later when state showed the clock had
+        stepped back: see lib/decide.lua)}
        or {-1, now} when the deadline had passed
 ]]
 --#include lib/decide.lua
 if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
+local clockNow = now
 local limitCount, rules = readRules(7)
 local keyCount = #KEYS / limitCount
-local evaluations, allowed, remaining, binding, wait, refusing =
+local evaluations, allowed, remaining, binding, wait, refusing, seen =
   judge(evaluate, 0, keyCount, limitCount, rules)
+if seen > now then
+  now = seen
+  evaluations, allowed, remaining, binding, wait, refusing =
+    judge(evaluate, 0, keyCount, limitCount, rules)
+end
 local resetAfter, resetUnspent =
   settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, ARGV[4] == '1')
 if allowed then remaining = remaining - cost end -- a refusal spends nothing
-return { allowed and 1 or 0, remaining, binding, wait, resetAfter, refusing, now, resetUnspent }
+return { allowed and 1 or 0, remaining, binding, behind(wait, clockNow), behind(resetAfter, clockNow),
+  refusing, clockNow, behind(resetUnspent, clockNow), now }

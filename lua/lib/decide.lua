@@ -6,8 +6,12 @@ lib/decide.lua: one policy's decision on its keys, in two steps shared by every 
 judge(evaluate, base, keyCount, limitCount, rules) evaluates every limit on every key against the
   state before this call (KEYS[base + (k-1)*limitCount + l] is key k under limit l, rules[l] is
   {limit, window, burst}) and returns evaluations, fits, remaining (room before this call),
-  binding limit (the refusing one when it does not fit), wait and refusing key (0 when it fits).
-  The longest wait refuses; ties go to the first key, then the first limit.
+  binding limit (the refusing one when it does not fit), wait, refusing key (0 when it fits) and
+  seen: the latest instant a window's state proves the clock has reached (-1 if none is later than
+  `now`). When seen > now, the clock stepped back since that state was written: the frame sets
+  `now = seen` and judges again, so state from a newer window is never overwritten by an older
+  reading (time is never earlier than the state has seen), and reports waits from the clock as it
+  reads (see `behind`).
 settle(commit, evaluations, base, keyCount, limitCount, rules, allowed, spend) commits a judged
   policy when `allowed` (the whole decision fitted) and `spend`; returns resetAfterMs and
   resetAfterMs had nothing been spent.
@@ -16,12 +20,14 @@ local function judge(evaluate, base, keyCount, limitCount, rules)
   local evaluations = {}
   local fits, remaining, binding = true, math.huge, 1
   local wait, refusing, refusingLimit = 0, 0, 1
+  local seen = -1
   for l = 1, limitCount do
     local rule = rules[l]
     for k = 1, keyCount do
       local i = (k - 1) * limitCount + l
       local ev = evaluate(KEYS[base + i], rule[1], rule[2], rule[3])
       evaluations[i] = ev
+      if ev.seen and ev.seen > seen then seen = ev.seen end
       if not ev.fits then
         fits = false
         if refusing == 0 or ev.wait > wait or (ev.wait == wait and k < refusing) then
@@ -32,7 +38,13 @@ local function judge(evaluate, base, keyCount, limitCount, rules)
     end
   end
   if not fits then binding = refusingLimit end -- the refusing limit binds
-  return evaluations, fits, remaining, binding, wait, refusing
+  return evaluations, fits, remaining, binding, wait, refusing, seen
+end
+
+--[[ ms to add to a wait or reset judged at `now` to count it from the clock's reading `clockNow`. ]]
+local function behind(ms, clockNow)
+  if ms > 0 then return ms + now - clockNow end
+  return 0
 end
 
 local function settle(commit, evaluations, base, keyCount, limitCount, rules, allowed, spend)

@@ -16,7 +16,8 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            [j] algorithm, [j+1] cost, [j+2] key count K, [j+3] L, then for l = 1..L:
            [j+1+3l] limit, [j+2+3l] window ms, [j+3+3l] burst; the next part starts at j+4+3L
 Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first; 0 if allowed),
-        now, then six numbers per part, as in lib/consume-frame.lua: remaining, binding limit,
+        the clock's reading, the instant decided at (as in lib/consume-frame.lua), then six numbers
+        per part, as in lib/consume-frame.lua: remaining, binding limit,
         retryAfterMs (0 when the part itself fits), resetAfterMs, refusing key (0 when it fits),
         resetAfterMs had nothing been spent}
        or {-1, now} when the deadline had passed
@@ -27,33 +28,49 @@ if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 local spend = ARGV[4] == '1'
 local partCount = tonumber(ARGV[7])
 local parts = {}
-local allowed = true
-local refusingPart, longestWait = 0, 0
 local j, base = 8, 0
 
 for p = 1, partCount do
   local model = models[ARGV[j]]
   if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
-  cost = tonumber(ARGV[j + 1])
   local keyCount = tonumber(ARGV[j + 2])
   local limitCount, rules = readRules(j + 3)
-  j = j + 4 + 3 * limitCount
-  local part = {
-    model = model, cost = cost, base = base, keyCount = keyCount, limitCount = limitCount,
-    rules = rules,
+  parts[p] = {
+    model = model, cost = tonumber(ARGV[j + 1]), base = base, keyCount = keyCount,
+    limitCount = limitCount, rules = rules,
   }
-  part.evaluations, part.fits, part.remaining, part.binding, part.wait, part.refusing =
-    judge(model.evaluate, base, keyCount, limitCount, rules)
-  if not part.fits then
-    -- The longest wait refuses; ties go to the first part.
-    if allowed or part.wait > longestWait then refusingPart, longestWait = p, part.wait end
-    allowed = false
-  end
+  j = j + 4 + 3 * limitCount
   base = base + keyCount * limitCount
-  parts[p] = part
 end
 
-local reply = { allowed and 1 or 0, refusingPart, now }
+-- Judges every part at `now`; returns whether all fit, the refusing part, and the latest instant
+-- a state has seen (see lib/decide.lua).
+local function judgeParts()
+  local allowed, refusingPart, longestWait, seen = true, 0, 0, -1
+  for p = 1, partCount do
+    local part = parts[p]
+    cost = part.cost
+    local partSeen
+    part.evaluations, part.fits, part.remaining, part.binding, part.wait, part.refusing, partSeen =
+      judge(part.model.evaluate, part.base, part.keyCount, part.limitCount, part.rules)
+    if partSeen > seen then seen = partSeen end
+    if not part.fits then
+      -- The longest wait refuses; ties go to the first part.
+      if allowed or part.wait > longestWait then refusingPart, longestWait = p, part.wait end
+      allowed = false
+    end
+  end
+  return allowed, refusingPart, seen
+end
+
+local clockNow = now
+local allowed, refusingPart, seen = judgeParts()
+if seen > now then
+  now = seen
+  allowed, refusingPart = judgeParts()
+end
+
+local reply = { allowed and 1 or 0, refusingPart, clockNow, now }
 for p = 1, partCount do
   local part = parts[p]
   cost = part.cost
@@ -62,7 +79,8 @@ for p = 1, partCount do
   -- A part that fitted while another refused reports no wait of its own and nothing spent.
   local remaining = allowed and part.remaining - cost or part.remaining
   local n = #reply
-  reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, part.wait
-  reply[n + 4], reply[n + 5], reply[n + 6] = resetAfter, part.refusing, resetUnspent
+  reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, behind(part.wait, clockNow)
+  reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), part.refusing
+  reply[n + 6] = behind(resetUnspent, clockNow)
 end
 return reply

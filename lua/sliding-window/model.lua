@@ -30,6 +30,10 @@ local function evaluate(key, limit, window)
       cur, prev = c, p
     elseif sw == w - 1 then
       prev = c
+    elseif sw and sw > w then
+      -- A later window's state: the clock stepped back. Time is never earlier than the state has
+      -- seen: the frame evaluates again from the start of that window.
+      return { fits = false, room = 0, wait = 0, seen = sw * window, reset = function() return 0 end }
     end
   end
   local weighted = prev * (window - e)

@@ -1,4 +1,4 @@
-import type { MemoryAlgorithm } from './memory-algorithm';
+import { type MemoryAlgorithm, later } from './memory-algorithm';
 
 /** Count of the window ending at `windowEnd`. */
 interface FixedWindowState {
@@ -14,6 +14,7 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
 
   evaluate(state, { limit, windowMs }, { cost, now }) {
     const windowEnd = (Math.floor(now / windowMs) + 1) * windowMs;
+    if (state && state.windowEnd > windowEnd) return later(state.windowEnd - windowMs);
     const count = state?.windowEnd === windowEnd ? state.count : 0;
     return {
       fits: count + cost <= limit,

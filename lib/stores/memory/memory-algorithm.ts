@@ -12,6 +12,12 @@ export interface PairEvaluation<S> {
   resetMs(spent: boolean): number;
   /** State after the spend, and when it stops mattering. */
   next(): StoredState<S>;
+  /**
+   * Set when the state belongs to a window later than `now` (the clock stepped back): the start of
+   * that window. The store then evaluates again at that instant (time is never earlier than the
+   * state has seen) and the other fields do not count.
+   */
+  readonly seen?: number;
 }
 
 /** A state and the instant (store clock) after which it no longer matters. */
@@ -45,4 +51,18 @@ export interface MemoryAlgorithm<S> {
     rule: LimitRule,
     spend: SpendContext & { readonly at: number },
   ): StoredState<S> | null | undefined;
+}
+
+/** The evaluation of a state from a window that starts at `seen`, later than now (see `seen`). */
+export function later(seen: number): PairEvaluation<never> {
+  return {
+    fits: false,
+    room: 0,
+    waitMs: 0,
+    resetMs: () => 0,
+    next: () => {
+      throw new Error('redlimit: a state from a later window is evaluated again, never spent');
+    },
+    seen,
+  };
 }

@@ -1,4 +1,4 @@
-import type { MemoryAlgorithm } from './memory-algorithm';
+import { type MemoryAlgorithm, later } from './memory-algorithm';
 
 /** Counts of window `window` (cur) and of the one before it (prev). */
 interface SlidingWindowState {
@@ -18,6 +18,7 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     const elapsed = now - w * windowMs;
     let cur = 0;
     let prev = 0;
+    if (state && state.window > w) return later(state.window * windowMs);
     if (state?.window === w) {
       cur = state.cur;
       prev = state.prev;

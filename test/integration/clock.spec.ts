@@ -1,0 +1,174 @@
+import type { Cluster, Redis } from 'ioredis';
+import { type Algorithm, Limiter, RedisStore, storageKey } from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('clock');
+const WINDOWED: Algorithm[] = ['fixed-window', 'sliding-window'];
+
+describe.each(stores.filter((b) => b.name !== 'memory'))(
+  '$name store: a custom wall clock',
+  (backend) => {
+    it.each([
+      'fixed-window',
+      'sliding-window',
+      'token-bucket',
+      'gcra',
+      'sliding-log',
+    ] as Algorithm[])(
+      '%s: two stores whose clocks differ by 1 ms share one budget',
+      async (algorithm) => {
+        // Two hosts passing `clock: () => Date.now()`, one a millisecond behind the other.
+        const first = backend.store() as RedisStore;
+        const policy = { name: 'wall', algorithm, limit: 5, window: '7d' };
+        const here = new Limiter(
+          new RedisStore({
+            client: backend.client!,
+            prefix: first.prefix,
+            clock: () => Date.now(),
+          }),
+          policy,
+        );
+        const there = new Limiter(
+          new RedisStore({
+            client: backend.client!,
+            prefix: first.prefix,
+            clock: () => Date.now() - 1,
+          }),
+          policy,
+        );
+        let admitted = 0;
+        for (let i = 0; i < 20; i++) {
+          if ((await (i % 2 ? there : here).consume('k')).allowed) admitted++;
+        }
+        expect(admitted).toBe(5);
+      },
+    );
+  },
+);
+
+describe.each(stores)('$name store: a clock that steps back over a window edge', (backend) => {
+  const setup = (algorithm: Algorithm) => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'step',
+      algorithm,
+      limit: 5,
+      window: 1_000,
+    });
+    return { clock, limiter };
+  };
+
+  it.each(WINDOWED)('%s: the newer window is not erased', async (algorithm) => {
+    const { clock, limiter } = setup(algorithm);
+    clock.advance(1_001); // just past an edge
+    for (let i = 0; i < 5; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.advance(-3); // 2 ms before the edge: NTP stepped the clock back
+    const behind = await limiter.consume('k');
+    expect(behind.allowed).toBe(false);
+    clock.advance(3);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.advance(1);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+
+  it('fixed-window: Retry-After counts from the clock as it reads, to the newer window’s end', async () => {
+    const { clock, limiter } = setup('fixed-window');
+    clock.advance(1_001);
+    for (let i = 0; i < 5; i++) await limiter.consume('k');
+    clock.advance(-3); // reads 998: the window that holds the 5 spends ends at 2000
+    const refused = await limiter.peek('k');
+    expect(refused).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1_002 });
+    clock.advance(1_001); // 1999
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.advance(1); // 2000
+    expect((await limiter.consume('k')).allowed).toBe(true);
+  });
+
+  it.each(WINDOWED)(
+    '%s: a spend made while the clock is behind refunds exactly',
+    async (algorithm) => {
+      const { clock, limiter } = setup(algorithm);
+      clock.advance(1_001);
+      for (let i = 0; i < 3; i++) await limiter.consume('k');
+      clock.advance(-3);
+      const before = await limiter.peek('k');
+      const spent = await limiter.consume('k');
+      expect(spent.allowed).toBe(true);
+      expect(await limiter.refund(spent)).toBe(true);
+      expect(await limiter.peek('k')).toEqual(before);
+      clock.advance(10);
+      expect((await limiter.peek('k')).remaining).toBe(5 - 3 - 1);
+    },
+  );
+
+  it.each(WINDOWED)(
+    '%s: a read-only peek with the clock behind keeps the newer window',
+    async (algorithm) => {
+      const { clock, limiter } = setup(algorithm);
+      clock.advance(1_001);
+      for (let i = 0; i < 5; i++) await limiter.consume('k');
+      clock.advance(-3);
+      expect((await limiter.peek('k')).allowed).toBe(false);
+      clock.advance(3);
+      expect((await limiter.peek('k')).allowed).toBe(false);
+    },
+  );
+});
+
+describe.each(stores.filter((b) => b.name !== 'memory'))(
+  '$name store on Redis TIME: state written while TIME read later (it stepped back since)',
+  (backend) => {
+    const redisNow = async (key: string): Promise<number> => {
+      const node =
+        'nodes' in backend.client! ? await clusterNodeFor(backend.client, key) : backend.client!;
+      const [seconds, micros] = await node.time();
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    };
+
+    it('fixed-window: a counter expiring at a later window’s end is kept, and refuses', async () => {
+      const store = backend.store() as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'ahead',
+        algorithm: 'fixed-window',
+        limit: 5,
+        window: 60_000,
+      });
+      const key = storageKey(store.prefix, 'k', 'ahead', 0);
+      const before = await redisNow(key);
+      const laterEnd = (Math.floor(before / 60_000) + 2) * 60_000; // the next window's end
+      await backend.client!.set(key, '5', 'PXAT', laterEnd);
+      const refused = await limiter.consume('k');
+      const after = await redisNow(key);
+      expect(refused.allowed).toBe(false);
+      expect(refused.retryAfterMs).toBeGreaterThanOrEqual(laterEnd - after);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(laterEnd - before);
+      expect(await backend.client!.get(key)).toBe('5');
+      expect(await backend.client!.pexpiretime(key)).toBe(laterEnd);
+    });
+
+    it('sliding-window: a later window’s counts are kept, and refuse', async () => {
+      const store = backend.store() as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'ahead',
+        algorithm: 'sliding-window',
+        limit: 5,
+        window: 60_000,
+      });
+      const key = storageKey(store.prefix, 'k', 'ahead', 0);
+      const w = Math.floor((await redisNow(key)) / 60_000) + 1;
+      await backend.client!.set(key, `${w}:5:0`, 'PXAT', (w + 2) * 60_000);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+      expect(await backend.client!.get(key)).toBe(`${w}:5:0`);
+    });
+  },
+);
+
+/** The Cluster node that serves `key`'s slot. */
+async function clusterNodeFor(cluster: Cluster, key: string): Promise<Redis> {
+  const slot = clusterSlot(key);
+  const node = cluster
+    .nodes('master')
+    .find((n) => (cluster.slots[slot] ?? []).includes(`${n.options.host}:${n.options.port}`));
+  return node ?? cluster.nodes('master')[0]!;
+}
