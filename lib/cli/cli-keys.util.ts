@@ -15,7 +15,7 @@ export interface CliKey {
 /**
  * The caller keys of a `peek` or `reset`, built exactly as the app builds them:
  *
- * - `part=value` → the `@Attempt` key of that part: the value trimmed, lower-cased and hashed
+ * - `part=value` → the `@Attempt` key of that part: the value normalised (`normalizeIdentity`) and hashed
  *   (HMAC with `REDLIMIT_KEY_SECRET` when set); `ip=` values are grouped like client IPs;
  * - `--route 'METHOD /template'` with `--ip ADDRESS` → the default `@Throttle` key;
  * - `--key KEY` → used as given (key functions, direct `Limiter` calls).

@@ -1,6 +1,7 @@
 import { createParamDecorator, type ExecutionContext, UseInterceptors } from '@nestjs/common';
 import { AttemptDispatchInterceptor } from './attempt-dispatch.interceptor';
 import type { Attempt as CoreAttempt } from '../core/attempt';
+import { resolveAttemptPart } from './attempt-part.util';
 import { scopedAttempt } from './attempt-scope.util';
 import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
@@ -15,6 +16,8 @@ import {
  * proves legitimate; it can be passed on to services.
  */
 export type Attempt = CoreAttempt;
+
+const OPTION_KEYS: ReadonlySet<string> = new Set(['policy', 'cost', 'refundOn']);
 
 const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   const attempt =
@@ -34,9 +37,11 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
 /**
  * Spends before the handler runs and hands it the {@link Attempt}; only importing
  * `RedlimitModule` is needed. Each part is its own key (`ip:…`, `email:…`), all charged in one
- * decision, so per-IP and per-account limits cannot disagree. Values are trimmed, lower-cased
- * and hashed: `' Alice@Example.COM '` and `'alice@example.com'` share a budget and no email sits
- * in Redis in plain text. A missing value counts as one shared "missing" value of that part.
+ * decision, so per-IP and per-account limits cannot disagree. Field values are normalised
+ * ({@link normalizeIdentity}: look-alike spellings share a budget) and hashed, so no email sits in
+ * Redis in plain text. A missing or empty value counts as one shared "missing" value of that part;
+ * a value that is not a string or a finite number, or a bare field whose sources disagree, is
+ * refused (HTTP 400) before anything is charged.
  *
  * Refused → 429 (`Retry-After`, rate-limit headers) and the handler never runs; in a GraphQL
  * resolver a {@link RateLimitGraphQLError}, in a gateway a `WsException`, in a microservice an
@@ -45,15 +50,18 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  * once; a refund that fails is logged, never sent to the client. The decorator attaches its
  * interceptor to its own handler (gateways included), so other routes pay for none.
  *
- * @param parts `'ip'` (client IP), `'user'` (`user.id`, else `.sub`), a field name — looked up in
- *   the HTTP body, then route params, then query; in the GraphQL arguments, then inside object
- *   arguments; in the WebSocket message data; in the microservice payload — or a function of the
- *   context
- * @param options `policy` (default: the module's `defaultPolicy`), `cost`, `refundOn`
+ * @param parts `'ip'` (client IP), `'user'` (`user.id`, else `.sub`), `'apiKey'`, a field with
+ *   the source the handler reads (`'body.email'`, `'params.email'`, `'query.email'`,
+ *   `'headers.x-user'`, `'body.user.email'`; `'args.…'` in resolvers, `'data.…'` in gateways and
+ *   microservices) or bare (`'email'`: HTTP body, params and query, which must agree), a function
+ *   of the context, or `{ field | value, name?, normalize? }` ({@link AttemptPartSpec})
+ * @param options `policy` (default: the module's `defaultPolicy`), `cost`, `refundOn`; anything
+ *   else is an error
+ * @throws TypeError when a part or an option is malformed, naming it
  * @example
  * ```ts
  * @Post('sign-in')
- * async signIn(@Body() body: SignInDto, @Attempt(['ip', 'email'], { policy: 'login' }) attempt: Attempt) {
+ * async signIn(@Body() body: SignInDto, @Attempt(['ip', 'body.email'], { policy: 'login' }) attempt: Attempt) {
  *   const user = await this.users.verify(body.email, body.password); // throws: the cost stays
  *   attempt.refund(); // right password: it was free
  *   return user;
@@ -66,14 +74,17 @@ export function Attempt(
 ): ParameterDecorator {
   const list: readonly AttemptPart[] = Array.isArray(parts) ? parts : [parts as AttemptPart];
   if (list.length === 0) throw new TypeError('@Attempt() needs at least one part');
-  list.forEach((part, index) => {
-    if (typeof part === 'function') return;
-    if (typeof part !== 'string' || part.trim() === '') {
-      throw new TypeError(
-        `@Attempt() parts[${index}] must be 'ip', 'user', a field name or a function`,
-      );
-    }
-  });
+  list.forEach((part, index) => resolveAttemptPart(part, index)); // throws naming a bad part
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('@Attempt() options must be an object: { policy?, cost?, refundOn? }');
+  }
+  const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `@Attempt() has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
+        'expected policy, cost, refundOn',
+    );
+  }
   const { refundOn } = options;
   if (refundOn !== undefined && refundOn !== 'success' && typeof refundOn !== 'function') {
     throw new TypeError("@Attempt() refundOn must be 'success' or a function of the outcome");

@@ -10,15 +10,17 @@ import type { Attempt } from '../core/attempt';
 import type { Decision } from '../core/decision';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
 import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
-import { contextRefusal } from './context-refusal.util';
+import { resolveAttemptPart } from './attempt-part.util';
+import { readContextField } from './context-field.util';
+import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import {
-  contextField,
   contextRequest,
   contextResponse,
   contextUserId,
   redlimitContextType,
 } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
+import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
@@ -73,9 +75,14 @@ export class AttemptInterceptor implements NestInterceptor {
     if (begun !== undefined) return next.handle(); // a second interceptor
     const response = contextResponse(context);
     const limiter = await this.registry.resolveFor(metadata.policy, context);
-    const keys = await Promise.all(
-      metadata.parts.map((part, i) => this.resolvePart(context, part, i)),
-    );
+    let keys: string[];
+    try {
+      // Every part is read (and bad input refused) before anything is charged.
+      keys = await Promise.all(metadata.parts.map((part, i) => this.resolvePart(context, part, i)));
+    } catch (error) {
+      if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
+      throw error;
+    }
     let attempt: Attempt;
     try {
       attempt = await limiter.begin(keys, { cost: metadata.cost });
@@ -94,32 +101,43 @@ export class AttemptInterceptor implements NestInterceptor {
 
   /**
    * The caller key of one part: `ip:<hash>`, `user:<hash>`, `apiKey:<hash>` (the API key header;
-   * the `ip` key without one), `<field>:<hash>` or, for a function
-   * part, `<function name or "part<index>">:<hash>`. Missing values map to `<name>:-`. Fields come
-   * from the HTTP body/params/query, the GraphQL arguments, the WebSocket message data or the
-   * microservice payload ({@link contextField}); `'user'` from {@link contextUserId}.
+   * the `ip` key without one), `<field>:<hash>` (named after the field's last segment, e.g.
+   * `email` for `'params.email'`) or, for a function part, `<function name or "part<index>">:<hash>`.
+   * Missing values map to `<name>:-`. Fields are read by {@link readContextField}, which refuses
+   * non-scalar values and bare fields that disagree between sources with an
+   * {@link IdentityInputError} (answered 400 before anything is charged); `'user'` comes from
+   * {@link contextUserId}.
    */
   protected async resolvePart(
     context: ExecutionContext,
     part: AttemptPart,
     index: number,
   ): Promise<string> {
-    if (typeof part === 'function') {
-      const value = await part(context);
-      const text = value === undefined || value === '' ? undefined : String(value);
-      return this.http.attemptKey(part.name || `part${index}`, text);
+    const resolved = resolveAttemptPart(part, index); // a few string operations; checked at decoration
+    switch (resolved.kind) {
+      case 'ip':
+        return this.http.attemptKey('ip', this.http.clientIp(contextRequest(context) ?? {}));
+      case 'user':
+        return this.http.attemptKey('user', contextUserId(context));
+      case 'apiKey': {
+        // The API key header, hashed; anonymous callers are charged by their IP instead.
+        const request = contextRequest(context) ?? {};
+        const apiKey = await this.http.apiKeyFor(request, context);
+        return apiKey ?? this.http.attemptKey('ip', this.http.clientIp(request));
+      }
+      case 'function': {
+        const value: unknown = await resolved.fn(context);
+        const text = partText(value, resolved.name);
+        return this.http.attemptKey(resolved.name, text, { normalize: resolved.normalize });
+      }
+      case 'field': {
+        const text = readContextField(context, resolved.field, {
+          part: resolved.field.text,
+          normalize: resolved.normalize,
+        });
+        return this.http.attemptKey(resolved.name, text, { normalize: resolved.normalize });
+      }
     }
-    if (part === 'ip') {
-      return this.http.attemptKey('ip', this.http.clientIp(contextRequest(context) ?? {}));
-    }
-    if (part === 'user') return this.http.attemptKey('user', contextUserId(context));
-    if (part === 'apiKey') {
-      // The API key header, hashed; anonymous callers are charged by their IP instead.
-      const request = contextRequest(context) ?? {};
-      const apiKey = await this.http.apiKeyFor(request, context);
-      return apiKey ?? this.http.attemptKey('ip', this.http.clientIp(request));
-    }
-    return this.http.attemptKey(part, contextField(context, part));
   }
 
   /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */
@@ -207,4 +225,13 @@ function settleAfter<T>(
         void finish({ ok: false, error: new AttemptCancelledError('request cancelled') });
     };
   });
+}
+
+/** A function part's value as key material: strings and finite numbers; anything else is a 400. */
+function partText(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isFinite(value)) return String(value);
+  if (typeof value === 'bigint') return value.toString();
+  throw new IdentityInputError(name, 'not-scalar');
 }

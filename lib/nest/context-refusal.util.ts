@@ -1,7 +1,8 @@
-import type { ExecutionContext } from '@nestjs/common';
+import { BadRequestException, type ExecutionContext } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import { contextResponse, redlimitContextType } from './execution-context.util';
 import { setResponseHeader } from './http-request.util';
+import type { IdentityInputError } from './identity-input.error';
 import { RateLimitGraphQLError, rateLimitErrorPayload } from './rate-limit-graphql.error';
 import { rateLimitHttpException } from './rate-limit.exception';
 import { retryAfterSeconds } from './rate-limit-headers.util';
@@ -44,6 +45,33 @@ export function contextRefusal(context: ExecutionContext, decision: Decision): E
   return type === 'graphql'
     ? new RateLimitGraphQLError(decision)
     : rateLimitHttpException(decision);
+}
+
+/**
+ * The error to throw for a request whose identity value was refused ({@link IdentityInputError}),
+ * in the handler's context: over HTTP a 400 whose body is `{ statusCode: 400, error: 'Bad
+ * Request', message, part, sources? }`; in a GraphQL resolver the error itself
+ * (`extensions.code` `BAD_USER_INPUT`); in a gateway or a microservice handler a `WsException` /
+ * `RpcException` with `{ status: 'error', code: 'BAD_USER_INPUT', message, part, sources? }`.
+ *
+ * @example
+ * catch (error) { if (error instanceof IdentityInputError) throw contextInputRefusal(context, error); }
+ */
+export function contextInputRefusal(context: ExecutionContext, error: IdentityInputError): Error {
+  const type = redlimitContextType(context);
+  const { part, sources } = error.extensions;
+  const detail = { message: error.message, part, ...(sources && { sources }) };
+  if (type === 'ws' || type === 'rpc') {
+    const payload = { status: 'error', code: 'BAD_USER_INPUT', ...detail };
+    const ErrorClass =
+      type === 'ws'
+        ? optionalClass('@nestjs/websockets', 'WsException')
+        : optionalClass('@nestjs/microservices', 'RpcException');
+    if (ErrorClass) return new ErrorClass(payload);
+    return Object.assign(new Error(error.message), { error: payload, getError: () => payload });
+  }
+  if (type === 'graphql') return error;
+  return new BadRequestException({ statusCode: 400, error: 'Bad Request', ...detail });
 }
 
 /** An exported class of an optional package, or `undefined` when it is not installed. */

@@ -1,11 +1,5 @@
 import type { ExecutionContext } from '@nestjs/common';
-import {
-  type HttpRequestLike,
-  type HttpResponseLike,
-  requestField,
-  requestUserId,
-  scalarValue,
-} from './http-request.util';
+import { type HttpRequestLike, type HttpResponseLike, requestUserId } from './http-request.util';
 
 /**
  * The kinds of handler redlimit limits: HTTP routes, GraphQL resolvers, WebSocket gateway
@@ -138,40 +132,6 @@ export function contextRoute(context: ExecutionContext): string {
 }
 
 /**
- * A value the caller sent, by name: HTTP body, then route params, then query; GraphQL
- * arguments, then the fields of object arguments (`signIn(input: { email })`); the data of a
- * WebSocket message; the payload of a microservice message. Only strings and finite numbers
- * count; anything else is missing.
- *
- * @example
- * contextField(context, 'email'); // 'alice@example.com'
- */
-export function contextField(context: ExecutionContext, name: string): string | undefined {
-  switch (redlimitContextType(context)) {
-    case 'http':
-      return requestField(context.switchToHttp().getRequest<HttpRequestLike>(), name);
-    case 'graphql': {
-      const args = asObject<Record<string, unknown>>(context.getArgByIndex(1));
-      if (!args) return undefined;
-      if (hasOwn(args, name)) return scalarValue(args[name]);
-      for (const value of Object.values(args)) {
-        const nested = asObject<Record<string, unknown>>(value);
-        if (nested && !Array.isArray(nested) && hasOwn(nested, name)) {
-          return scalarValue(nested[name]);
-        }
-      }
-      return undefined;
-    }
-    case 'ws':
-      return ownField(context.switchToWs().getData<unknown>(), name);
-    case 'rpc':
-      return ownField(context.switchToRpc().getData<unknown>(), name);
-    default:
-      return undefined;
-  }
-}
-
-/**
  * The caller's user id (`user.id`, else `user.sub`): HTTP `request.user`; GraphQL `req.user`,
  * else `user` of the GraphQL context; WebSocket `client.user`, else `client.data.user`
  * (socket.io); RPC `payload.user`.
@@ -199,15 +159,6 @@ export function contextUserId(context: ExecutionContext): string | undefined {
     default:
       return undefined;
   }
-}
-
-function ownField(source: unknown, name: string): string | undefined {
-  const record = asObject<Record<string, unknown>>(source);
-  return record && hasOwn(record, name) ? scalarValue(record[name]) : undefined;
-}
-
-function hasOwn(record: object, name: string): boolean {
-  return Object.prototype.hasOwnProperty.call(record, name);
 }
 
 function asObject<T extends object>(value: unknown): T | undefined {

@@ -56,20 +56,6 @@ export function setResponseHeader(response: HttpResponseLike, name: string, valu
   else if (typeof response.setHeader === 'function') response.setHeader(name, value);
 }
 
-/**
- * A request value by name: the body first, then the route params, then the query string.
- * Only strings and finite numbers count; anything else (arrays, objects) is missing.
- */
-export function requestField(request: HttpRequestLike, name: string): string | undefined {
-  for (const source of [request.body, request.params, request.query]) {
-    if (source === null || typeof source !== 'object') continue;
-    if (!Object.prototype.hasOwnProperty.call(source, name)) continue;
-    const value = (source as Record<string, unknown>)[name];
-    return scalarValue(value);
-  }
-  return undefined;
-}
-
 /** `request.user.id`, else `request.user.sub`, as a string. */
 export function requestUserId(request: HttpRequestLike): string | undefined {
   const user = request.user;

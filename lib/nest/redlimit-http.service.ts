@@ -8,7 +8,7 @@ import {
   peerAddress,
   setResponseHeader,
 } from './http-request.util';
-import { apiKeyHash, attemptKey } from './key-hash.util';
+import { apiKeyHash, attemptKey, type AttemptKeyOptions } from './key-hash.util';
 import {
   rateLimitHeaders,
   retryAfterSeconds,
@@ -154,8 +154,11 @@ export class RedlimitHttp {
     return rateLimitHttpException(decision);
   }
 
-  /** The caller key of an `@Attempt` part value, hashed with the module's `keySecret`. */
-  attemptKey(name: string, value: string | undefined): string {
-    return attemptKey(name, value, this.keySecret);
+  /**
+   * The caller key of an `@Attempt` part value, normalised (unless `normalize: false`) and hashed
+   * with the module's `keySecret`; see {@link attemptKey}.
+   */
+  attemptKey(name: string, value: string | undefined, options?: AttemptKeyOptions): string {
+    return attemptKey(name, value, this.keySecret, options);
   }
 }

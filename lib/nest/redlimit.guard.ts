@@ -1,7 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import { Limiter } from '../core/limiter';
-import { contextRefusal } from './context-refusal.util';
+import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import {
   contextRequest,
   contextResponse,
@@ -9,6 +9,7 @@ import {
   redlimitContextType,
 } from './execution-context.util';
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
+import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
 import { REQUEST_THROTTLED } from './redlimit.constants';
 import { readRedlimitMetadata, type ThrottleMetadata } from './redlimit.metadata';
@@ -64,13 +65,20 @@ export class RedlimitGuard implements CanActivate {
     if (layers.length === 0 || this.alreadyCharged(context) || (await this.shouldSkip(context))) {
       return true;
     }
-    const parts = await Promise.all(
-      layers.map(async (layer) => {
-        const limiter = await this.registry.resolveFor(layer.policy, context);
-        const keys = await this.keysFor(context, layer, limiter);
-        return { limiter, keys, cost: layer.cost };
-      }),
-    );
+    let parts: Array<{ limiter: Limiter; keys: string | readonly string[]; cost?: number }>;
+    try {
+      parts = await Promise.all(
+        layers.map(async (layer) => {
+          const limiter = await this.registry.resolveFor(layer.policy, context);
+          const keys = await this.keysFor(context, layer, limiter);
+          return { limiter, keys, cost: layer.cost };
+        }),
+      );
+    } catch (error) {
+      // A key function's contextField() refused the request's identity value: 400, not charged.
+      if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
+      throw error;
+    }
     const unique = dedupe(parts);
     const response = contextResponse(context);
     let decision: Decision;

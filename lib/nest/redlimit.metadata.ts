@@ -64,15 +64,43 @@ export interface ThrottleMetadata {
 
 /**
  * A request value `@Attempt` keys on: `'ip'`, `'user'`, `'apiKey'` (the API key header, or the
- * client IP without one), a field name, or a function.
+ * client IP without one), a field — bare (`'email'`: body, params and query over HTTP; refused
+ * with 400 when they disagree) or with its source (`'body.email'`, `'query.email'`,
+ * `'params.email'`, `'headers.x-user'`, `'body.user.email'`; `'args.…'` in GraphQL, `'data.…'`
+ * in gateways and microservices) — a function, or an {@link AttemptPartSpec} with options.
  */
 export type AttemptPart =
-  'ip' | 'user' | 'apiKey' | (string & Record<never, never>) | AttemptPartFn;
+  'ip' | 'user' | 'apiKey' | (string & Record<never, never>) | AttemptPartFn | AttemptPartSpec;
 
 /** A computed part of an `@Attempt` key; `undefined` or `''` counts as a missing value. */
 export type AttemptPartFn = (
   context: ExecutionContext,
 ) => string | number | undefined | Promise<string | number | undefined>;
+
+/**
+ * A field or function part with options.
+ *
+ * @example
+ * @Attempt([{ field: 'body.token', normalize: false }, 'ip'], { policy: 'otp' })
+ * @Attempt({ field: 'body.user.login', name: 'email' }) // shares the 'email' budget of other routes
+ */
+export interface AttemptPartSpec {
+  /** A field reference, as in a string part: `'body.email'`, `'email'`, `'headers.x-user'`. */
+  readonly field?: string;
+  /** Or a function of the context (exactly one of `field` and `value`). */
+  readonly value?: AttemptPartFn;
+  /**
+   * Key name (`<name>:<hash>`). Default: the field's last segment (`'params.email'` → `email`),
+   * or the function's name.
+   */
+  readonly name?: string;
+  /**
+   * `true` (default): look-alike spellings share a budget — default-ignorable code points
+   * removed, Unicode NFKC, lower-cased, trimmed. `false`: the value as sent (case-sensitive
+   * tokens; an empty value still counts as missing).
+   */
+  readonly normalize?: boolean;
+}
 
 /** How a handler guarded by `@Attempt` ended; see {@link AttemptOptions.refundOn}. */
 export type AttemptOutcome =

@@ -84,6 +84,37 @@ export function graphqlApp(client: Redis, prefix: string, calls: Calls, platform
       return true;
     }
 
+    /** The part names its source: the email field of the 'input' argument. */
+    @Mutation(() => Boolean)
+    sendCodeByPath(
+      @Args('input') _input: SignInInput,
+      @Attempt('args.input.email', { policy: 'login' }) _attempt: Attempt,
+    ): boolean {
+      calls.count++;
+      return true;
+    }
+
+    /** A bare part that could come from two arguments. */
+    @Mutation(() => Boolean)
+    sendCodeTwice(
+      @Args('email') _email: string,
+      @Args('input') _input: SignInInput,
+      @Attempt('email', { policy: 'login' }) _attempt: Attempt,
+    ): boolean {
+      calls.count++;
+      return true;
+    }
+
+    /** A source a resolver does not have: a clear error on first use. */
+    @Mutation(() => Boolean)
+    sendCodeFromBody(
+      @Args('email') _email: string,
+      @Attempt('body.email', { policy: 'login' }) _attempt: Attempt,
+    ): boolean {
+      calls.count++;
+      return true;
+    }
+
     /** The email sits inside an input object. */
     @Mutation(() => Boolean)
     signInWithInput(

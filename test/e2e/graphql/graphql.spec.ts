@@ -156,4 +156,38 @@ describe.each(PLATFORMS)('GraphQL resolvers (Apollo) on %s', (platform) => {
     expect(bob.body.errors?.[0]?.message).toBe('Wrong email or password');
     expect(calls.count).toBe(3);
   });
+
+  it("parts may name their source ('args.input.email'); a bare field given twice with different values is refused as BAD_USER_INPUT", async () => {
+    const byPath = (email: string) =>
+      gql('mutation ($i: SignInInput!) { sendCodeByPath(input: $i) }', {
+        i: { email, password: '' },
+      });
+    expect((await byPath('alice@example.com')).body).toEqual({ data: { sendCodeByPath: true } });
+    expect((await byPath('ALICE@example.com')).body).toEqual({ data: { sendCodeByPath: true } });
+    expect(codeOf((await byPath('alice@example.com')).body)).toBe('RATE_LIMITED');
+
+    const twice = (email: string, inner: string) =>
+      gql('mutation ($e: String!, $i: SignInInput!) { sendCodeTwice(email: $e, input: $i) }', {
+        e: email,
+        i: { email: inner, password: '' },
+      });
+    const conflict = await twice('bob@example.com', 'mallory@example.com');
+    expect(conflict.body.errors?.[0]?.extensions).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      part: 'email',
+      sources: ['args', 'args.input'],
+    });
+    expect((await twice('bob@example.com', ' Bob@example.com')).body).toEqual({
+      data: { sendCodeTwice: true },
+    });
+    expect(calls.count).toBe(3);
+  });
+
+  it("a source a resolver does not have ('body.email') is a clear error, never a silent miss", async () => {
+    const { body } = await gql('mutation { sendCodeFromBody(email: "alice@example.com") }');
+    expect(body.errors?.[0]?.message).toMatch(
+      /field 'body\.email' on SignInResolver\.sendCodeFromBody: a GraphQL resolver has no 'body'/,
+    );
+    expect(calls.count).toBe(0);
+  });
 });

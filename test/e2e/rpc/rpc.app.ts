@@ -83,6 +83,14 @@ export function rpcApp(client: Redis, prefix: string, calls: Calls): Type {
       calls.count++;
       return true;
     }
+
+    /** The part names its source: the payload. */
+    @MessagePattern('send-code-data')
+    @SkipThrottle()
+    sendCodeData(@Attempt('data.email', { policy: 'login' }) _attempt: Attempt): boolean {
+      calls.count++;
+      return true;
+    }
   }
 
   @Module({

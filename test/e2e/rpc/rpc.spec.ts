@@ -116,6 +116,19 @@ describe('microservice handlers (TCP transport, a real ClientProxy)', () => {
     }
   });
 
+  it("'data.email' reads the payload; an object is refused as BAD_USER_INPUT before anything is charged", async () => {
+    expect(errorOf(await send('send-code-data', { email: { $ne: '' } }))).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      part: 'data.email',
+    });
+    expect(await send('send-code-data', { email: 'alice@example.com' })).toBe(true);
+    expect(await send('send-code-data', { email: 'Alice@example.com' })).toBe(true);
+    expect(errorOf(await send('send-code-data', { email: 'alice@example.com' }))?.code).toBe(
+      'RATE_LIMITED',
+    );
+    expect(calls.count).toBe(2);
+  });
+
   it('@Attempt parts come from the payload', async () => {
     expect(await send('send-code', { email: 'alice@example.com' })).toBe(true);
     expect(await send('send-code', { email: ' Alice@Example.com' })).toBe(true);

@@ -104,6 +104,16 @@ export function wsApp(client: Redis, prefix: string, calls: Calls): Type {
       calls.count++;
       return { event: 'code-sent', data: { id } };
     }
+
+    /** The part names its source: the message data. */
+    @SubscribeMessage('send-code-data')
+    sendCodeData(
+      @MessageBody() { id }: Message,
+      @Attempt('data.email', { policy: 'login' }) _: Attempt,
+    ) {
+      calls.count++;
+      return { event: 'code-sent', data: { id } };
+    }
   }
 
   /** Keeps the upgrade request on the client, so X-Forwarded-For from a trusted proxy counts. */

@@ -119,6 +119,19 @@ describe('WebSocket gateway (@nestjs/platform-ws, a real ws client)', () => {
     expect(calls.count).toBe(3);
   });
 
+  it("'data.email' reads the message data; an array is refused as BAD_USER_INPUT before anything is charged", async () => {
+    const socket = await connect();
+    const send = (email: unknown) => socket.call('send-code-data', { email: email as string });
+    expect(errorOf(await send(['alice@example.com']))).toMatchObject({
+      code: 'BAD_USER_INPUT',
+      part: 'data.email',
+    });
+    expect((await send('alice@example.com')).event).toBe('code-sent');
+    expect((await send('ALICE@example.com')).event).toBe('code-sent');
+    expect(refusedCode(await send('alice@example.com'))).toBe('RATE_LIMITED');
+    expect(calls.count).toBe(2);
+  });
+
   it('concurrent messages on one socket each get their own attempt', async () => {
     const socket = await connect();
     // Both spend before either settles (limit 2: a third at once would be refused).

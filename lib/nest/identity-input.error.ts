@@ -1,0 +1,40 @@
+/** Why a request's identity value was refused. */
+export type IdentityInputProblem = 'not-scalar' | 'conflict';
+
+/**
+ * A request whose identity value cannot be used for a rate-limit key, found before anything is
+ * charged and before the handler runs: a value that is not a string or a finite number (an array,
+ * an object, a boolean, `null`), or a bare field sent in several places with different values.
+ * Over HTTP it becomes a 400 whose body names the part (and the sources); in a GraphQL resolver
+ * it is thrown as is (`extensions.code` `BAD_USER_INPUT`); in a gateway or a microservice handler
+ * a `WsException` / `RpcException` with the same fields.
+ *
+ * @example
+ * try { contextField(context, 'email'); }
+ * catch (error) { if (error instanceof IdentityInputError) console.log(error.part, error.sources); }
+ */
+export class IdentityInputError extends Error {
+  override readonly name = 'IdentityInputError';
+  /** For GraphQL: copied into the error's `extensions`. */
+  readonly extensions: {
+    readonly code: 'BAD_USER_INPUT';
+    readonly part: string;
+    readonly sources?: readonly string[];
+  };
+
+  constructor(
+    /** The part as written in `@Attempt` (or the name given to `contextField`). */
+    readonly part: string,
+    /** What was wrong. */
+    readonly problem: IdentityInputProblem,
+    /** Where a conflicting bare field was found (`['body', 'params']`). */
+    readonly sources?: readonly string[],
+  ) {
+    super(
+      problem === 'conflict'
+        ? `${part} is sent in ${(sources ?? []).join(' and ')} with different values; send it once`
+        : `${part} must be a string or a number`,
+    );
+    this.extensions = { code: 'BAD_USER_INPUT', part, ...(sources && { sources }) };
+  }
+}

@@ -1,0 +1,138 @@
+/**
+ * Fixture: sign-in routes whose @Attempt parts name where the account comes from (path, query,
+ * header, body, nested body), a bare part on routes where the account could come from two
+ * places, and a store that counts what reaches it.
+ */
+import { Body, Controller, HttpCode, Module, Param, Post, Query, type Type } from '@nestjs/common';
+import {
+  Attempt,
+  MemoryStore,
+  RedlimitModule,
+  type RefundRequest,
+  type ResetRequest,
+  type SpendRequest,
+  type SpendResult,
+  type Store,
+} from '../../../lib/nest';
+
+/** A MemoryStore that counts spends: a refused-as-bad-input request must not reach it. */
+export class CountingStore implements Store {
+  consumes = 0;
+  private readonly inner = new MemoryStore();
+  consume(request: SpendRequest): Promise<SpendResult> {
+    this.consumes++;
+    return this.inner.consume(request);
+  }
+  peek(request: SpendRequest): Promise<SpendResult> {
+    return this.inner.peek(request);
+  }
+  refund(request: RefundRequest): Promise<void> {
+    return this.inner.refund(request);
+  }
+  reset(request: ResetRequest): Promise<void> {
+    return this.inner.reset(request);
+  }
+}
+
+/** The accounts whose passwords each handler checked, in order. */
+export class Checked {
+  readonly accounts: string[] = [];
+}
+
+export function attemptIdentityApp(store: CountingStore, checked: Checked): Type {
+  @Controller()
+  class SignInController {
+    /** The handler checks the account in the path: the part says so. */
+    @Post('by-param/:email')
+    @HttpCode(200)
+    byParam(
+      @Param('email') email: string,
+      @Attempt('params.email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(email);
+      return { account: email };
+    }
+
+    /** A bare part on a route whose handler reads the path: a body email must not win. */
+    @Post('bare/:email')
+    @HttpCode(200)
+    bare(
+      @Param('email') email: string,
+      @Attempt('email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(email);
+      return { account: email };
+    }
+
+    /** A bare part on a route whose handler reads the query string. */
+    @Post('bare-query')
+    @HttpCode(200)
+    bareQuery(
+      @Query('email') email: string,
+      @Attempt('email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(String(email));
+      return { account: String(email) };
+    }
+
+    @Post('query')
+    @HttpCode(200)
+    query(
+      @Query('email') email: unknown,
+      @Attempt('query.email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(String(email));
+      return { account: String(email) };
+    }
+
+    @Post('header')
+    @HttpCode(200)
+    header(@Attempt('headers.X-Account', { policy: 'login' }) _attempt: Attempt): { ok: true } {
+      checked.accounts.push('header');
+      return { ok: true };
+    }
+
+    @Post('nested')
+    @HttpCode(200)
+    nested(
+      @Body() body: { user?: { email?: unknown } },
+      @Attempt('body.user.email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(String(body.user?.email));
+      return { account: String(body.user?.email) };
+    }
+
+    /** The handler turns whatever it gets back into text, as careless handlers do. */
+    @Post('body')
+    @HttpCode(200)
+    body(
+      @Body() body: { email?: unknown },
+      @Attempt('body.email', { policy: 'login' }) _attempt: Attempt,
+    ): { account: string } {
+      checked.accounts.push(String(body.email));
+      return { account: String(body.email) };
+    }
+
+    /** Normalisation off: tokens are case-sensitive. */
+    @Post('exact')
+    @HttpCode(200)
+    exact(
+      @Attempt({ field: 'body.token', normalize: false }, { policy: 'login' }) _attempt: Attempt,
+    ): { ok: true } {
+      checked.accounts.push('exact');
+      return { ok: true };
+    }
+  }
+
+  @Module({
+    imports: [
+      RedlimitModule.forRoot({
+        store,
+        policies: { login: { algorithm: 'fixed-window', limit: 3, window: '1h' } },
+      }),
+    ],
+    controllers: [SignInController],
+  })
+  class AttemptIdentityAppModule {}
+  return AttemptIdentityAppModule;
+}
