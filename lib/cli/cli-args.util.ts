@@ -17,7 +17,7 @@ export interface CliArgs {
   readonly parts: readonly string[];
   /** `--key`: caller keys used as given. */
   readonly rawKeys: readonly string[];
-  /** `--route`: `METHOD /template` of a `@Throttle` default key. */
+  /** `--route`: `Controller.method /template` of a `@Throttle` default key. */
   readonly route?: string;
   /** `--ip`: client IPs of `@Throttle` default keys. */
   readonly ips: readonly string[];

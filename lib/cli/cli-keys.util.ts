@@ -8,7 +8,10 @@ import { usageError } from './cli.error';
 export interface CliKey {
   /** What the operator typed: `email=alice@example.com`, `--key user:42`, … */
   readonly input: string;
-  /** The caller key as the app passes it to the limiter (`email:<hash>`, `GET /items/:id|ip:…`). */
+  /**
+   * The caller key as the app passes it to the limiter (`email:<hash>`,
+   * `ItemsController.get /items/:id|ip:…`).
+   */
   readonly key: string;
 }
 
@@ -17,7 +20,7 @@ export interface CliKey {
  *
  * - `part=value` → the `@Attempt` key of that part: the value normalised (`normalizeIdentity`) and hashed
  *   (HMAC with `REDLIMIT_KEY_SECRET` when set); `ip=` values are grouped like client IPs;
- * - `--route 'METHOD /template'` with `--ip ADDRESS` → the default `@Throttle` key;
+ * - `--route 'Controller.method /template'` with `--ip ADDRESS` → the default `@Throttle` key;
  * - `--key KEY` → used as given (key functions, direct `Limiter` calls).
  *
  * @throws CliError (exit code 2) naming the argument that is not a usable key
@@ -66,23 +69,29 @@ function partKey(input: string, config: CliConfig): CliKey {
 
 function throttleKeys(args: CliArgs, config: CliConfig): CliKey[] {
   if (args.route === undefined) {
-    if (args.ips.length > 0)
-      throw usageError("--ip needs --route 'METHOD /path' (a @Throttle key)");
+    if (args.ips.length > 0) {
+      throw usageError("--ip needs --route 'Controller.method /path' (a @Throttle key)");
+    }
     return [];
   }
-  const match = /^\s*([A-Za-z]+)\s+(\S+)\s*$/.exec(args.route);
+  const example = "e.g. 'ItemsController.get /items/:id'";
+  if (/^\s*[A-Za-z]+\s+\//.test(args.route)) {
+    throw usageError(
+      `--route '${args.route}': default @Throttle keys name the handler, not the HTTP method ` +
+        `(one budget per handler, @All included): 'Controller.method /template', ${example}`,
+    );
+  }
+  const match = /^\s*([A-Za-z_$][\w$]*\.[A-Za-z_$][\w$]*)(?:\s+(\/\S*))?\s*$/.exec(args.route);
   if (!match) {
     throw usageError(
-      `--route '${args.route}': expected 'METHOD /path' with the route template, e.g. 'GET /items/:id'`,
+      `--route '${args.route}': expected the handler and its route template, 'Controller.method /template', ${example}`,
     );
   }
   if (args.ips.length === 0) throw usageError('--route needs --ip ADDRESS (the client IP)');
-  const upper = match[1]!.toUpperCase();
-  // The guard charges HEAD to the GET route (one handler, one budget).
-  const method = upper === 'HEAD' ? 'GET' : upper;
+  const route = match[2] === undefined ? match[1]! : `${match[1]!} ${match[2]}`;
   return args.ips.map((ip) => ({
     input: `--route '${args.route}' --ip ${ip}`,
-    key: `${method} ${match[2]!}|ip:${clientIp(`--ip ${ip}`, ip, config)}`,
+    key: `${route}|ip:${clientIp(`--ip ${ip}`, ip, config)}`,
   }));
 }
 

@@ -35,9 +35,9 @@ Commands:
 Keys:
   part=value               an @Attempt part, normalised and hashed as the app does:
                            email=alice@example.com  ip=203.0.113.7  user=42
-  --route 'METHOD /path' --ip ADDRESS
-                           the default @Throttle key: route template and client IP
-                           (--ip may repeat), e.g. --route 'POST /auth/sign-in' --ip 203.0.113.7
+  --route 'Controller.method /path' --ip ADDRESS
+                           the default @Throttle key: handler, route template and client IP
+                           (--ip may repeat), e.g. --route 'LinksController.create /links' --ip 203.0.113.7
   --key KEY                a caller key used as given (key functions, Limiter calls); may repeat
 
 Options:
@@ -58,7 +58,7 @@ Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
 Examples:
   redlimit peek login email=alice@example.com ip=203.0.113.7
   redlimit reset login email=alice@example.com
-  redlimit reset links --route 'POST /links' --ip 203.0.113.7 --json
+  redlimit reset links --route 'LinksController.create /links' --ip 203.0.113.7 --json
 `;
 
 /**

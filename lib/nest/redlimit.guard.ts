@@ -135,9 +135,10 @@ export class RedlimitGuard implements CanActivate {
   }
 
   /**
-   * The caller keys of a call without a key function: method + route template + tracker over
-   * HTTP, e.g. `GET /items/:id|ip:203.0.113.7` (the handler's class and method name when the
-   * adapter has no route template); elsewhere the context type + the GraphQL `Type.field` or the
+   * The caller keys of a call without a key function: the handler (controller class + method
+   * name) + route template + tracker over HTTP, e.g. `ItemsController.get /items/:id|ip:203.0.113.7`
+   * — one handler is one budget whatever the HTTP method (`@All`, HEAD on a GET route), and two
+   * handlers on one path keep theirs; elsewhere the context type + the GraphQL `Type.field` or the
    * handler's `Class.method` + tracker: `graphql Mutation.signIn|ip:…`, `ws ChatGateway.send|ip:…`,
    * `rpc MathController.sum|ip:…`.
    */
@@ -150,18 +151,17 @@ export class RedlimitGuard implements CanActivate {
   }
 
   /**
-   * What separates routes in default keys: `GET /items/:id` over HTTP (HEAD counted as GET), else
-   * `graphql Query.items`, `ws ChatGateway.send`, `rpc MathController.sum`.
+   * What separates routes in default keys: `ItemsController.get /items/:id` over HTTP (the
+   * handler, then the route template when the adapter names one), else `graphql Query.items`,
+   * `ws ChatGateway.send`, `rpc MathController.sum`. Never the HTTP method: cycling methods on an
+   * `@All` route must not multiply its limit.
    */
   private routeOf(context: ExecutionContext): string {
     const type = redlimitContextType(context);
     if (type !== 'http') return `${type ?? context.getType()} ${contextRoute(context)}`;
-    const request = context.switchToHttp().getRequest<HttpRequestLike>();
-    const route =
-      routeTemplate(request) ?? `${context.getClass().name}.${context.getHandler().name}`;
-    // HEAD is served by the GET handler on Express and Fastify: one route, one budget.
-    const method = request.method === 'HEAD' ? 'GET' : (request.method ?? 'HTTP');
-    return `${method} ${route}`;
+    const handler = `${context.getClass().name}.${context.getHandler().name}`;
+    const template = routeTemplate(context.switchToHttp().getRequest<HttpRequestLike>());
+    return template === undefined ? handler : `${handler} ${template}`;
   }
 
   /** Whether to let a request through without spending. Default: never. */

@@ -44,7 +44,7 @@ export type ThrottleTracker = 'ip' | 'apiKey';
 export interface ThrottleMetadata {
   /** A policy name, an inline policy (registered on first use), or a resolver run per call. */
   readonly policy: PolicyRef;
-  /** Replaces the default key (method + route template + tracker). */
+  /** Replaces the default key (handler + route template + tracker). */
   readonly key?: ThrottleKeyFn;
   /** Units charged per request. Default 1. */
   readonly cost?: number;

@@ -9,7 +9,7 @@ import {
 
 /** Options of `@Throttle(policy, options)`. */
 export interface ThrottleOptions {
-  /** Replaces the default key (method + route template + tracker). */
+  /** Replaces the default key (handler + route template + tracker). */
   readonly key?: ThrottleKeyFn;
   /** Units charged per request: a whole number from 1 to the policy's smallest limit. Default 1. */
   readonly cost?: number;
@@ -40,8 +40,9 @@ export interface ThrottleOptions {
  * layer's policy. `override: true` on a handler's layer replaces the others instead.
  *
  * Works on HTTP routes, GraphQL resolvers, WebSocket gateway handlers and microservice handlers.
- * The default key is the HTTP method + route template + client IP (`POST /items/:id|ip:…`), so
- * endpoints sharing a policy keep separate budgets and `/items/1` and `/items/2` share one;
+ * The default key is the handler (controller + method name) + route template + client IP
+ * (`ItemsController.get /items/:id|ip:…`): endpoints sharing a policy keep separate budgets,
+ * `/items/1` and `/items/2` share one, and an `@All` handler has one whatever the HTTP method;
  * elsewhere the context type + GraphQL `Type.field` or handler `Class.method` + client IP
  * (`graphql Query.items|ip:…`). A key function (second argument) replaces it; it may return
  * several keys, charged as one decision.

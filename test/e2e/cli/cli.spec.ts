@@ -78,21 +78,28 @@ describe.each(PLATFORMS)('redlimit command against a %s app', (platform) => {
     expect(after.keys[0]).toMatchObject({ allowed: false, remaining: 0 });
   });
 
-  it('peek and reset reach the default @Throttle key (method + route template + client IP)', async () => {
+  it('peek and reset reach the default @Throttle key (handler + route template + client IP)', async () => {
     expect((await app.request('/links/1')).status).toBe(200);
     expect((await app.request('/links/2')).status).toBe(200);
     expect((await app.request('/links/3')).status).toBe(429);
-    const route = ['--route', 'GET /links/:id', '--ip', '127.0.0.1'];
+    const route = ['--route', 'CliAppController.link /links/:id', '--ip', '127.0.0.1'];
 
     const peek = await redlimit(['peek', 'links', ...route, '--json'], env);
     expect(peek).toMatchObject({ code: 0, stderr: '' });
     expect(JSON.parse(peek.stdout)).toMatchObject({
       allowed: false,
-      keys: [{ key: 'GET /links/:id|ip:127.0.0.1', remaining: 0, limit: 2 }],
+      keys: [{ key: 'CliAppController.link /links/:id|ip:127.0.0.1', remaining: 0, limit: 2 }],
     });
 
     expect((await redlimit(['reset', 'links', ...route], env)).code).toBe(0);
     expect((await app.request('/links/4')).status).toBe(200);
+    // The old method-based form says what changed instead of addressing nothing.
+    const old = await redlimit(
+      ['peek', 'links', '--route', 'GET /links/:id', '--ip', '127.0.0.1'],
+      env,
+    );
+    expect(old.code).toBe(2);
+    expect(old.stderr).toMatch(/default @Throttle keys name the handler, not the HTTP method/);
   });
 });
 

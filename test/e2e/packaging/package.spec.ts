@@ -201,12 +201,12 @@ describe.each(CONSUMERS.map((flavor) => [flavor.name, flavor] as const))(
     it('the `redlimit` bin is installed and reads the app environment', async () => {
       const { stdout } = await run(
         path.join(dir, 'node_modules', '.bin', 'redlimit'),
-        ['peek', 'links', '--route', 'GET /links', '--ip', '127.0.0.1', '--json'],
+        ['peek', 'links', '--route', 'AppController.links /links', '--ip', '127.0.0.1', '--json'],
         { cwd: dir, env, timeoutMs: 30_000 },
       );
       expect(JSON.parse(stdout)).toMatchObject({
         allowed: false,
-        keys: [{ key: 'GET /links|ip:127.0.0.1', remaining: 0, limit: 2 }],
+        keys: [{ key: 'AppController.links /links|ip:127.0.0.1', remaining: 0, limit: 2 }],
       });
     });
 

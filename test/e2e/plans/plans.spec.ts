@@ -107,7 +107,7 @@ describe.each(PLATFORMS)('plans and tiers on %s', (platform) => {
     expect(count(codes, 429)).toBe(50 - admitted);
     expect(await left('ip', `ip:${ip}`)).toBe(LIMITS.ip - admitted);
     expect(await left('plan-pro', `apiKey:${apiKeyHash('sk-pro-1')}`)).toBe(before - admitted);
-    const exportKey = `POST /api/export|apiKey:${apiKeyHash('sk-pro-1')}`;
+    const exportKey = `ApiController.export /api/export|apiKey:${apiKeyHash('sk-pro-1')}`;
     expect(await left('export', exportKey)).toBe(LIMITS.export - admitted);
   });
 
@@ -132,7 +132,7 @@ describe.each(PLATFORMS)('plans and tiers on %s', (platform) => {
       Array.from({ length: 5 }, (_, i) => call('/api/export', ip, `sk-invented-${i}`, 'POST')),
     );
     expect(count(codes, 201)).toBe(LIMITS.export);
-    expect(await left('export', `POST /api/export|ip:${ip}`)).toBe(0);
+    expect(await left('export', `ApiController.export /api/export|ip:${ip}`)).toBe(0);
   });
 
   it('layers of one policy with overlapping keys are one part: each key charged once', async () => {

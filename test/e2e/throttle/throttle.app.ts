@@ -1,5 +1,5 @@
 /** Fixture: routes under @Throttle, with the guard per controller and as APP_GUARD. */
-import { Controller, Get, Module, Param, Post, type Type, UseGuards } from '@nestjs/common';
+import { All, Controller, Get, Module, Param, Post, type Type, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { RedlimitGuard, RedlimitModule, SkipThrottle, Throttle } from '../../../lib/nest';
@@ -67,6 +67,35 @@ class KeyedController {
   }
 }
 
+/** Handler runs per route of AnyMethodController. */
+export const handled = { any: 0, read: 0, write: 0 };
+
+@Controller('any')
+class AnyMethodController {
+  /** One handler for every method: one budget, whatever the method. */
+  @All()
+  @Throttle('two', { override: true })
+  any(): string {
+    handled.any++;
+    return 'any';
+  }
+
+  /** Two handlers on one path: a budget each. */
+  @Get('same')
+  @Throttle('two', { override: true })
+  read(): string {
+    handled.read++;
+    return 'read';
+  }
+
+  @Post('same')
+  @Throttle('two', { override: true })
+  write(): string {
+    handled.write++;
+    return 'write';
+  }
+}
+
 /** No guard here: only the APP_GUARD (defaultPolicy) applies. */
 @Controller('global')
 class GlobalController {
@@ -122,7 +151,13 @@ export function throttleApp(
         defaultPolicy: 'three',
       }),
     ],
-    controllers: [SharedPolicyController, KeyedController, GlobalController, SkippedController],
+    controllers: [
+      SharedPolicyController,
+      KeyedController,
+      GlobalController,
+      SkippedController,
+      AnyMethodController,
+    ],
     providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
   })
   class ThrottleAppModule {}

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { createTestClient, uniquePrefix, warmPool } from '../../support/redis';
 import { count, PLATFORMS, type RunningApp, startApp, statuses } from '../support/app';
-import { throttleApp } from './throttle.app';
+import { handled, throttleApp } from './throttle.app';
 
 describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
   let client: Redis;
@@ -62,6 +62,31 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     expect((await app.request('/shared/a')).status).toBe(200);
     expect((await app.request('/shared/a', { method: 'HEAD' })).status).toBe(429);
     expect((await app.request('/shared/a')).status).toBe(429);
+  });
+
+  it('@All: cycling methods does not multiply the limit; one handler is one budget', async () => {
+    handled.any = 0;
+    const methods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND', 'SEARCH'];
+    const codes: number[] = [];
+    for (const method of [...methods, ...methods]) {
+      codes.push((await app.request('/any', { method })).status);
+    }
+    expect(handled.any).toBe(2);
+    // Fastify's @All does not route the WebDAV methods PROPFIND and SEARCH at all (404).
+    const unrouted = platform === 'fastify' ? ['PROPFIND', 'SEARCH'] : [];
+    const expected = [...methods, ...methods].map((method, i) =>
+      unrouted.includes(method) ? 404 : i < 2 ? 200 : 429,
+    );
+    expect(codes).toEqual(expected);
+  });
+
+  it('two handlers on one path keep separate budgets', async () => {
+    handled.read = handled.write = 0;
+    for (let i = 0; i < 3; i++) {
+      await app.request('/any/same');
+      await app.request('/any/same', { method: 'POST' });
+    }
+    expect(handled).toMatchObject({ read: 2, write: 2 });
   });
 
   it("a handler's @Throttle with override replaces its controller's and the default", async () => {
