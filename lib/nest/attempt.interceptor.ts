@@ -8,6 +8,7 @@ import {
 import { Observable } from 'rxjs';
 import type { Attempt } from '../core/attempt';
 import type { Decision } from '../core/decision';
+import type { ResolvedPolicy } from '../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
 import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
 import { resolveAttemptPart } from './attempt-part.util';
@@ -22,6 +23,7 @@ import {
 import type { HttpResponseLike } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
+import { recordedHeaderLayers, shownLayer } from './rate-limit-layers.util';
 import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
   type AttemptMetadata,
@@ -88,12 +90,12 @@ export class AttemptInterceptor implements NestInterceptor {
       attempt = await limiter.begin(keys, { cost: metadata.cost });
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
-        if (response) this.http.applyHeaders(response, error.decision, limiter.policy);
+        if (response) this.applyHeaders(context, response, error.decision, limiter.policy);
         this.throwRefusal(context, error.decision);
       }
       throw error;
     }
-    if (response) this.http.applyHeaders(response, attempt.decision, limiter.policy);
+    if (response) this.applyHeaders(context, response, attempt.decision, limiter.policy);
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
     return settleAfter(handled, (outcome) => this.settle(context, metadata, attempt, outcome));
@@ -138,6 +140,26 @@ export class AttemptInterceptor implements NestInterceptor {
         return this.http.attemptKey(resolved.name, text, { normalize: resolved.normalize });
       }
     }
+  }
+
+  /**
+   * Sets the attempt's rate-limit headers, added to those of the layers a guard already decided
+   * for the call (the module's default policy, `@Throttle` layers): the IETF fields list every
+   * layer, the legacy ones describe the refusing layer, else the one with the least left.
+   */
+  private applyHeaders(
+    context: ExecutionContext,
+    response: HttpResponseLike,
+    decision: Decision,
+    policy: ResolvedPolicy,
+  ): void {
+    const earlier = recordedHeaderLayers(context);
+    if (earlier.length === 0) {
+      this.http.applyHeaders(response, decision, policy);
+      return;
+    }
+    const layers = [...earlier, { decision, policy }];
+    this.http.applyStackHeaders(response, layers, shownLayer(layers));
   }
 
   /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */

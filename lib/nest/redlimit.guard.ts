@@ -11,6 +11,7 @@ import {
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
+import { recordHeaderLayers } from './rate-limit-layers.util';
 import { REQUEST_THROTTLED } from './redlimit.constants';
 import { readRedlimitMetadata, type ThrottleMetadata } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
@@ -86,6 +87,7 @@ export class RedlimitGuard implements CanActivate {
       const [{ limiter, keys, cost }] = unique as [(typeof unique)[number]];
       decision = await limiter.consume(keys, { cost });
       if (response) this.http.applyHeaders(response, decision, limiter.policy);
+      if (decision.allowed) recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
     } else {
       const stacked = await Limiter.consumeAll(unique);
       // The response describes the refusing layer, else the one with the least left.
@@ -95,13 +97,12 @@ export class RedlimitGuard implements CanActivate {
         if (stacked.refusedBy ? d === stacked.refusedBy : least) shown = i;
       });
       decision = stacked.decisions[shown]!;
-      if (response) {
-        const layers = stacked.decisions.map((d, i) => ({
-          decision: d,
-          policy: unique[i]!.limiter.policy,
-        }));
-        this.http.applyStackHeaders(response, layers, shown);
-      }
+      const layers = stacked.decisions.map((d, i) => ({
+        decision: d,
+        policy: unique[i]!.limiter.policy,
+      }));
+      if (response) this.http.applyStackHeaders(response, layers, shown);
+      if (decision.allowed) recordHeaderLayers(context, layers);
     }
     if (decision.allowed) return true;
     return this.throwRefusal(context, decision);
