@@ -26,6 +26,12 @@ export interface Receipt {
   readonly spendId?: string;
   /** Per key, the store clock's reading, where keys were charged at different instants (Cluster). */
   readonly atByKey?: readonly number[];
+  /**
+   * Per key, the mark of the key's last reset when the spend was charged (absent when none of its
+   * keys had ever been reset): a refund gives nothing back on a key reset since, even in the same
+   * millisecond. Keep it when you store receipts.
+   */
+  readonly resetMarks?: readonly number[];
   /** Whether anything was spent; false for refused and read-only decisions. */
   readonly spent: boolean;
   /** Charged to the in-process fallback (`failMode: 'memory'`) while the store was failing. */

@@ -1,6 +1,12 @@
 import { MemoryStore } from '../stores/memory.store';
 import { sequentialStack } from '../stores/sequential-stack';
-import type { Store, SpendRequest, SpendResult, StackResult } from '../stores/store.interface';
+import {
+  refundOf,
+  type Store,
+  type SpendRequest,
+  type SpendResult,
+  type StackResult,
+} from '../stores/store.interface';
 import { Attempt } from './attempt';
 import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
@@ -154,6 +160,17 @@ export class Limiter {
       // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
       throw new TypeError(
         'refund(): the receipt has no spendId; pass the Receipt as it was returned',
+      );
+    }
+    const marks: unknown = receipt.resetMarks;
+    if (
+      marks !== undefined &&
+      (!isList(marks) ||
+        marks.length !== receipt.keys.length ||
+        !marks.every((mark) => Number.isSafeInteger(mark) && (mark as number) >= 0))
+    ) {
+      throw new TypeError(
+        "refund(): the receipt's resetMarks must be one whole number ≥ 0 per key; pass the Receipt as it was returned",
       );
     }
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
@@ -389,7 +406,7 @@ export class Limiter {
 
   private refundLate(request: SpendRequest, late: SpendResult): void {
     this.store
-      .refund({ ...request, at: late.at, spendId: late.spendId, atByKey: late.atByKey })
+      .refund(refundOf(request, late))
       .catch((error: unknown) =>
         this.reportFailure({ reason: 'error', error: asError(error), failMode: this.failMode }),
       );
@@ -472,6 +489,7 @@ export class Limiter {
       at: result.at,
       ...(spent && result.spendId !== undefined && { spendId: result.spendId }),
       ...(spent && result.atByKey !== undefined && { atByKey: result.atByKey }),
+      ...(spent && result.resetMarks !== undefined && { resetMarks: result.resetMarks }),
       ...(failure && { fallback: true }),
       spent,
     });

@@ -45,7 +45,8 @@ interface Entry {
 interface Ledger {
   /** Refunded spend ids and their instants. */
   readonly refunded: Map<string, number>;
-  resetAt?: number;
+  /** The last reset's mark (see `lua/reset/reset.lua`). */
+  resetMark?: number;
   floor?: number;
 }
 
@@ -105,10 +106,10 @@ export class MemoryStore implements Store {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);
-    for (const key of request.keys) {
+    for (const [k, key] of request.keys.entries()) {
       const ledgerName = ledgerKey('', key, request.policy);
       const ledger = this.live(ledgerName, now) as Ledger | undefined;
-      if (settled(ledger, request, now, lifetime)) continue;
+      if (settled(ledger, request, k, now, lifetime)) continue;
       let given = false;
       request.limits.forEach((rule, l) => {
         const name = storageKey('', key, request.policy, l);
@@ -138,10 +139,19 @@ export class MemoryStore implements Store {
       const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
         refunded: new Map<string, number>(),
       };
-      ledger.resetAt = now;
+      ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
       this.entries.set(ledgerName, { value: ledger, expiresAt: now + lifetime });
     }
     return Promise.resolve();
+  }
+
+  /** `{ resetMarks }` of a spend on the request's keys, or nothing when no key was ever reset. */
+  private resetMarks(request: SpendRequest, now: number): { resetMarks?: number[] } {
+    const marks = request.keys.map(
+      (key) =>
+        (this.live(ledgerKey('', key, request.policy), now) as Ledger | undefined)?.resetMark ?? 0,
+    );
+    return marks.some((mark) => mark > 0) ? { resetMarks: marks } : {};
   }
 
   /**
@@ -205,6 +215,7 @@ export class MemoryStore implements Store {
         blockedKeyIndex: part.fits ? -1 : part.blockedKeyIndex,
         at: now,
         ...(spendId !== undefined && allowed && { spendId }),
+        ...(spendId !== undefined && allowed && this.resetMarks(requests[r]!, now)),
       };
     });
     if (allowed && spend) this.sweep(now, false);
@@ -278,11 +289,13 @@ export class MemoryStore implements Store {
 function settled(
   ledger: Ledger | undefined,
   request: RefundRequest,
+  k: number,
   now: number,
   lifetime: number,
 ): boolean {
   if (now - request.at > lifetime) return true; // it weighs on nothing any more (or might not)
-  if (ledger?.resetAt !== undefined && request.at <= ledger.resetAt) return true; // wiped by reset
+  const mark = ledger?.resetMark;
+  if (mark !== undefined && mark > (request.resetMarks?.[k] ?? 0)) return true; // reset since
   if (ledger?.floor !== undefined && request.at <= ledger.floor) return true; // beyond the ledger
   return request.spendId !== undefined && ledger?.refunded.has(request.spendId) === true;
 }

@@ -6,7 +6,7 @@ import { clusterSlot } from './cluster-slot.util';
 import { type ScriptId, scriptFor } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { storageKey, storageKeys, storageKeysWithLedgers } from './storage-key.util';
+import { storageKey, storageKeysWithLedgers } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -71,9 +71,12 @@ interface Queued {
   readonly reject: (error: unknown) => void;
 }
 
-/** consume-frame.lua's reply: 9 numbers, or [-1, now] when it ran past its deadline. */
+/**
+ * consume-frame.lua's reply: 9 numbers, then one reset mark per caller key; or [-1, now] when it
+ * ran past its deadline.
+ */
 type ScriptReply = [number, number, number, number, number, number, number, number, number];
-/** Values per decision in a consume-frame or batch/consume reply. */
+/** Values per decision in a consume-frame or batch/consume reply, before its reset marks. */
 const REPLY_LENGTH = 9;
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
@@ -184,7 +187,8 @@ export class RedisStore implements Store {
       await Promise.all(
         this.slotGroups(request).map((indices) => {
           const at = request.atByKey?.[indices[0]!] ?? request.at;
-          return this.refundPart(part(request, indices), at, request.spendId);
+          const marks = request.resetMarks && indices.map((i) => request.resetMarks![i]!);
+          return this.refundPart(part(request, indices), at, request.spendId, marks);
         }),
       );
     });
@@ -341,7 +345,10 @@ export class RedisStore implements Store {
     await Promise.allSettled(
       charged.flatMap(({ group, results }) => {
         const parts = narrow(requests, group);
-        return parts.map((request, n) => this.refundPart(request, results[n]!.at, spendId, false));
+        return parts.map((request, n) => {
+          const { at, resetMarks } = results[n]!;
+          return this.refundPart(request, at, spendId, resetMarks, false);
+        });
       }),
     );
   }
@@ -351,6 +358,7 @@ export class RedisStore implements Store {
     request: SpendRequest,
     at: number,
     spendId: string | undefined,
+    resetMarks: readonly number[] | undefined,
     record = true,
   ): Promise<void> {
     const keys = storageKeysWithLedgers(
@@ -367,6 +375,7 @@ export class RedisStore implements Store {
       spendId ?? '',
       (record ? 1 : -1) * stateLifetimeMs(request.algorithm, request.limits),
       ...limitArgs(request),
+      ...(resetMarks ?? []),
     ]);
   }
 
@@ -376,7 +385,12 @@ export class RedisStore implements Store {
     spendId?: string,
     retried = false,
   ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
-    const keys = storageKeys(this.prefix, request.keys, request.policy, request.limits.length);
+    const keys = storageKeysWithLedgers(
+      this.prefix,
+      request.keys,
+      request.policy,
+      request.limits.length,
+    );
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const sentAt = monotonicNow();
     const reply = (await this.run(`${request.algorithm}/consume`, keys, [
@@ -393,7 +407,7 @@ export class RedisStore implements Store {
       return this.decide(request, spend, spendId, true);
     }
     if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[6]);
-    return toResult(reply, spendId);
+    return toResult(reply, spendId, resetMarks(reply, REPLY_LENGTH, request.keys.length));
   }
 
   /**
@@ -455,7 +469,7 @@ export class RedisStore implements Store {
       batch.length,
     ];
     for (const { request, spend, spendId, deadline, now } of batch) {
-      for (const key of storageKeys(
+      for (const key of storageKeysWithLedgers(
         this.prefix,
         request.keys,
         request.policy,
@@ -478,10 +492,12 @@ export class RedisStore implements Store {
       (reply) => {
         const values = reply as number[];
         const receivedAt = monotonicNow();
-        batch.forEach((queued, d) => {
-          const answer = values.slice(REPLY_LENGTH * d, REPLY_LENGTH * (d + 1)) as ScriptReply;
-          this.settleQueued(queued, answer, sentAt, receivedAt);
-        });
+        let offset = 0;
+        for (const queued of batch) {
+          const next = offset + REPLY_LENGTH + queued.request.keys.length;
+          this.settleQueued(queued, values.slice(offset, next) as ScriptReply, sentAt, receivedAt);
+          offset = next;
+        }
       },
       (error: unknown) => batch.forEach(({ reject }) => reject(error)),
     );
@@ -511,7 +527,7 @@ export class RedisStore implements Store {
       return;
     }
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[6]);
-    resolve(toResult(reply, spendId));
+    resolve(toResult(reply, spendId, resetMarks(reply, REPLY_LENGTH, request.keys.length)));
   }
 
   /**
@@ -553,7 +569,7 @@ export class RedisStore implements Store {
       requests.length,
     ];
     for (const request of requests) {
-      for (const key of storageKeys(
+      for (const key of storageKeysWithLedgers(
         this.prefix,
         request.keys,
         request.policy,
@@ -571,8 +587,11 @@ export class RedisStore implements Store {
     const allowed = reply[0] === 1;
     const at = reply[3]!;
     if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[2]!);
-    const results = requests.map((_, n): GroupResult => {
-      const o = 4 + 6 * n;
+    let next = 4; // each part: six numbers, then its reset marks
+    const results = requests.map(({ keys: { length } }): GroupResult => {
+      const o = next;
+      const marks = resetMarks(reply, o + 6, length);
+      next += 6 + length;
       return {
         allowed,
         remaining: reply[o]!,
@@ -583,6 +602,7 @@ export class RedisStore implements Store {
         at,
         resetIfUnspentMs: reply[o + 5]!,
         ...(spendId !== undefined && allowed && { spendId }),
+        ...(marks && { resetMarks: marks }),
       };
     });
     return { allowed, refusingIndex: reply[1]! - 1, results };
@@ -653,6 +673,7 @@ function merge(
   let refusal: { wait: number; key: number; limit: number } | undefined;
   let resetAfterMs = 0;
   const atByKey: number[] = new Array<number>(request.keys.length);
+  const marks: number[] = new Array<number>(request.keys.length).fill(0);
   for (const { indices, result } of parts) {
     const partRoom = result.allowed ? result.remaining + request.cost : result.remaining;
     if (partRoom < room || (partRoom === room && result.limitIndex < bindingLimit)) {
@@ -669,7 +690,10 @@ function merge(
     }
     const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
     resetAfterMs = Math.max(resetAfterMs, reset);
-    for (const i of indices) atByKey[i] = result.at;
+    indices.forEach((i, n) => {
+      atByKey[i] = result.at;
+      marks[i] = result.resetMarks?.[n] ?? 0;
+    });
   }
   return {
     allowed,
@@ -680,6 +704,7 @@ function merge(
     blockedKeyIndex: refusal?.key ?? -1,
     at: parts[0]!.result.at,
     atByKey,
+    ...(marks.some((mark) => mark > 0) && { resetMarks: marks }),
   };
 }
 
@@ -703,8 +728,20 @@ function explainOrError(message: string): Error {
   return new Error(message);
 }
 
+/** `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset). */
+function resetMarks(reply: readonly number[], from: number, count: number): number[] | undefined {
+  for (let i = from; i < from + count; i++) {
+    if (reply[i]! > 0) return reply.slice(from, from + count);
+  }
+  return undefined;
+}
+
 /** A consume-frame reply (not the deadline one) as a store answer. */
-function toResult(reply: ScriptReply, spendId: string | undefined): GroupResult {
+function toResult(
+  reply: ScriptReply,
+  spendId: string | undefined,
+  marks: number[] | undefined,
+): GroupResult {
   const [
     allowed,
     remaining,
@@ -726,6 +763,7 @@ function toResult(reply: ScriptReply, spendId: string | undefined): GroupResult 
     at,
     resetIfUnspentMs,
     ...(spendId !== undefined && allowed === 1 && { spendId }),
+    ...(marks && { resetMarks: marks }),
   };
 }
 

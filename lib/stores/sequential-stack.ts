@@ -1,4 +1,10 @@
-import type { SpendRequest, SpendResult, StackResult, Store } from './store.interface';
+import {
+  refundOf,
+  type SpendRequest,
+  type SpendResult,
+  type StackResult,
+  type Store,
+} from './store.interface';
 
 /**
  * A stacked decision on a store without `consumeStack` (one written before stacks): the requests
@@ -41,11 +47,7 @@ async function giveBack(
   requests: readonly SpendRequest[],
   charged: readonly SpendResult[],
 ): Promise<void> {
-  await Promise.allSettled(
-    charged.map((r, i) =>
-      store.refund({ ...requests[i]!, at: r.at, spendId: r.spendId, atByKey: r.atByKey }),
-    ),
-  );
+  await Promise.allSettled(charged.map((r, i) => store.refund(refundOf(requests[i]!, r))));
 }
 
 /** One stack answer from the parts' own answers (`allowed` given, or: every part allowed). */

@@ -39,6 +39,11 @@ export interface SpendResult {
   readonly spendId?: string;
   /** Per key, when keys were decided at different instants (Redis Cluster slot groups). */
   readonly atByKey?: readonly number[];
+  /**
+   * For a spend, per key, the mark of the key's last reset when it was charged; absent when no key
+   * had ever been reset. A refund gives nothing back on a key reset since.
+   */
+  readonly resetMarks?: readonly number[];
 }
 
 /**
@@ -65,6 +70,24 @@ export interface RefundRequest extends SpendRequest {
   readonly spendId?: string;
   /** `atByKey` of the spend being refunded, where keys were decided at different instants. */
   readonly atByKey?: readonly number[];
+  /** `resetMarks` of the spend being refunded (absent: all 0). */
+  readonly resetMarks?: readonly number[];
+}
+
+/**
+ * The refund of one spend, from the request that made it and the store's answer.
+ *
+ * @example
+ * await store.refund(refundOf(request, await store.consume(request)));
+ */
+export function refundOf(request: SpendRequest, spent: SpendResult): RefundRequest {
+  return {
+    ...request,
+    at: spent.at,
+    spendId: spent.spendId,
+    atByKey: spent.atByKey,
+    resetMarks: spent.resetMarks,
+  };
 }
 
 /** Removes all state a policy holds for some keys. */

@@ -5,7 +5,7 @@ client, evaluated one after another in arrival order, each exactly as lib/consum
 One script run and one TIME reading for all of them: observably the same as separate calls in
 that order, at the same instant.
 
-KEYS   decision after decision; within one, key-major as in lib/consume-frame.lua
+KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, then ledgers)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] unused, [4] unused, [5] unused, [6] unused
@@ -14,10 +14,10 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            [j+4] deadline or '', [j+5] now of a custom clock when the decision was made, or ''
            (then the batch's Redis TIME), [j+6] key count K, [j+7] L, then for l = 1..L:
            [j+5+3l] limit, [j+6+3l] window ms, [j+7+3l] burst; the next starts at j+8+3L
-Return nine values per decision, as lib/consume-frame.lua returns them; a decision whose
-       deadline had passed answers -1, now and seven zeros (and wrote nothing); one whose
-       evaluation raised an error (e.g. a key of another type) answers -2, the message and seven
-       zeros, and the other decisions stand
+Return 9 + K values per decision, as lib/consume-frame.lua returns them; a decision whose
+       deadline had passed answers -1, now and zeros (and wrote nothing); one whose evaluation
+       raised an error (e.g. a key of another type) answers -2, the message and zeros, and the
+       other decisions stand
 ]]
 --#include lib/prelude.lua
 --#include lib/models.lua
@@ -28,9 +28,9 @@ local reply = {}
 local batchNow = now
 local j, base = 8, 0
 
--- One decision, as lib/consume-frame.lua makes it; returns its nine reply values.
+-- One decision, as lib/consume-frame.lua makes it; returns its 9 + K reply values.
 local function decide(model, spend, deadline, keyCount, limitCount, rules)
-  if deadline ~= '' and now > tonumber(deadline) then return { -1, now, 0, 0, 0, 0, 0, 0, 0 } end
+  if deadline ~= '' and now > tonumber(deadline) then return { -1, now } end
   local clockNow = now
   local evaluations, allowed, remaining, binding, wait, refusing, seen =
     judge(model.evaluate, base, keyCount, limitCount, rules)
@@ -42,8 +42,10 @@ local function decide(model, spend, deadline, keyCount, limitCount, rules)
   local resetAfter, resetUnspent =
     settle(model.commit, evaluations, base, keyCount, limitCount, rules, allowed, spend)
   if allowed then remaining = remaining - cost end
-  return { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
+  local answer = { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
     behind(resetAfter, clockNow), refusing, clockNow, behind(resetUnspent, clockNow), now }
+  appendResetMarks(answer, base + keyCount * limitCount, keyCount, spend and allowed)
+  return answer
 end
 
 for d = 1, tonumber(ARGV[7]) do
@@ -60,10 +62,10 @@ for d = 1, tonumber(ARGV[7]) do
   local ok, answer = pcall(decide, model, spend, deadline, keyCount, limitCount, rules)
   if not ok then
     local message = type(answer) == 'table' and answer.err or tostring(answer)
-    answer = { -2, message, 0, 0, 0, 0, 0, 0, 0 }
+    answer = { -2, message }
   end
   local n = #reply
-  for v = 1, 9 do reply[n + v] = answer[v] end
-  base = base + keyCount * limitCount
+  for v = 1, 9 + keyCount do reply[n + v] = answer[v] or 0 end
+  base = base + keyCount * (limitCount + 1)
 end
 return reply

@@ -9,7 +9,8 @@ Included (by the script loader) at the end of lua/<algorithm>/consume.lua, which
       reset  function(spent): ms until the key holds nothing under this limit
   commit(key, ev, limit, window, burst)   writes the spend evaluated as `ev`
 
-KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l
+KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l;
+       then one refund ledger per caller key: KEYS[K*L + k] (only its reset mark is read)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] cost: whole units to charge on every key
@@ -22,7 +23,7 @@ Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when re
         retryAfterMs, resetAfterMs, refusing key (1-based, 0 if allowed), the clock's reading,
         resetAfterMs had nothing been spent (to merge the answers of several Cluster slots),
         the instant decided at (the clock's reading, or later when state showed the clock had
-        stepped back: see lib/decide.lua)}
+        stepped back: see lib/decide.lua), then per caller key the mark of its last reset}
        or {-1, now} when the deadline had passed
 ]]
 --#include lib/decide.lua
@@ -30,7 +31,7 @@ if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
 local clockNow = now
 local limitCount, rules = readRules(7)
-local keyCount = #KEYS / limitCount
+local keyCount = #KEYS / (limitCount + 1)
 local evaluations, allowed, remaining, binding, wait, refusing, seen =
   judge(evaluate, 0, keyCount, limitCount, rules)
 if seen > now then
@@ -38,8 +39,11 @@ if seen > now then
   evaluations, allowed, remaining, binding, wait, refusing =
     judge(evaluate, 0, keyCount, limitCount, rules)
 end
+local spend = ARGV[4] == '1'
 local resetAfter, resetUnspent =
-  settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, ARGV[4] == '1')
+  settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, spend)
 if allowed then remaining = remaining - cost end -- a refusal spends nothing
-return { allowed and 1 or 0, remaining, binding, behind(wait, clockNow), behind(resetAfter, clockNow),
-  refusing, clockNow, behind(resetUnspent, clockNow), now }
+local reply = { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
+  behind(resetAfter, clockNow), refusing, clockNow, behind(resetUnspent, clockNow), now }
+appendResetMarks(reply, keyCount * limitCount, keyCount, spend and allowed)
+return reply

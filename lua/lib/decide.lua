@@ -63,6 +63,18 @@ local function settle(commit, evaluations, base, keyCount, limitCount, rules, al
   return resetAfter, resetUnspent
 end
 
+--[[
+The mark of each caller key's last reset (0: none), from its ledger KEYS[ledgerBase + k] (see
+lib/refund-frame.lua), appended to `reply`: a spend's receipt keeps them, and a refund gives nothing
+back on a key whose mark has moved since (it was reset after the spend). A peek appends zeros.
+]]
+local function appendResetMarks(reply, ledgerBase, keyCount, spend)
+  local n = #reply
+  for k = 1, keyCount do
+    reply[n + k] = spend and tonumber(rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')) or 0
+  end
+end
+
 --[[ Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. ]]
 local function readRules(at)
   local limitCount = tonumber(ARGV[at])

@@ -7,10 +7,12 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
       to the window/bucket they were taken from; never below zero, never creating a key
 
 Each caller key also has a ledger (a sorted set, same hash tag): the ids of spends already
-refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset) and
-`floor` (the latest instant of ids trimmed from a full ledger). A spend gives nothing back when it
-is older than the policy's lifetime, not after a reset, not at or below the floor, and not twice
-(however many copies of its receipt come back). The ledger keeps only ids within the lifetime,
+refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset's
+mark, see reset/reset.lua) and `floor` (the latest instant of ids trimmed from a full ledger). A
+spend gives nothing back when it is older than the policy's lifetime, not on a key reset since
+(its receipt keeps the key's mark when it was charged: a reset since moved it; no clock is
+compared, so a reset in the same millisecond as the spend, before or after it, is told apart), not
+at or below the floor, and not twice (however many copies of its receipt come back). The ledger keeps only ids within the lifetime,
 at most 126 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
 not recorded. Nothing is written when nothing is given back.
@@ -21,6 +23,7 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        [4] at: the spend's `now`    [5] spend id
        [6] the policy's lifetime ms (its longest state); negative for a compensation (not recorded)
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
+       then per caller key k: [7 + 3L + k] the reset mark the spend's receipt kept ('' for 0)
 Return number of (key, limit) states that gave something back
 ]]
 local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
@@ -32,10 +35,10 @@ local limitCount = tonumber(ARGV[7])
 local keyCount = #KEYS / (limitCount + 1)
 local reduced = 0
 
-local function settled(ledger)
+local function settled(ledger, k)
   if now - at > lifetime then return true end -- it weighs on nothing any more (or it might not)
-  local resetAt = tonumber(rcall('ZSCORE', ledger, 'reset'))
-  if resetAt and at <= resetAt then return true end -- wiped by a reset
+  local mark = tonumber(rcall('ZSCORE', ledger, 'reset'))
+  if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
   local floor = tonumber(rcall('ZSCORE', ledger, 'floor'))
   if floor and at <= floor then return true end -- older than what the ledger still remembers
   return spendId ~= '' and rcall('ZSCORE', ledger, spendId) ~= false -- refunded already
@@ -44,10 +47,20 @@ end
 local function remember(ledger)
   rcall('ZADD', ledger, at, spendId)
   rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
-  local extra = rcall('ZCARD', ledger) - LEDGER_CAP
-  if extra > 0 then
-    local trimmed = rcall('ZPOPMIN', ledger, extra)
-    rcall('ZADD', ledger, 'GT', trimmed[#trimmed], 'floor')
+  if rcall('ZCARD', ledger) > LEDGER_CAP then
+    -- The oldest ids go (the markers are not ids: they neither count nor go); the floor rises to
+    -- the latest of them.
+    local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
+    local extra = rcall('ZCARD', ledger) - LEDGER_CAP - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
+    local oldest = rcall('ZRANGE', ledger, 0, extra + 1, 'WITHSCORES')
+    local floor
+    for i = 1, #oldest, 2 do
+      if extra > 0 and oldest[i] ~= 'reset' and oldest[i] ~= 'floor' then
+        rcall('ZREM', ledger, oldest[i])
+        floor, extra = oldest[i + 1], extra - 1
+      end
+    end
+    if floor then rcall('ZADD', ledger, 'GT', floor, 'floor') end
   end
   rcall('PEXPIREAT', ledger, now + lifetime + offset)
 end
@@ -55,7 +68,7 @@ end
 for k = 1, keyCount do
   local first = (k - 1) * limitCount
   local ledger = KEYS[keyCount * limitCount + k]
-  if not settled(ledger) then
+  if not settled(ledger, k) then
     local given = 0
     for l = 1, limitCount do
       local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])

@@ -4,8 +4,8 @@ parts (policies) at once: every limit of every part is evaluated before anything
 the spend happens on all of them or on none. No stored key appears in two parts (the caller
 checks), so every evaluation sees the state from before this call.
 
-KEYS   part after part; within a part, key-major as in lib/consume-frame.lua:
-       KEYS[base_p + (k-1)*L_p + l] is caller key k of part p under its limit l
+KEYS   part after part; within a part, as in lib/consume-frame.lua: KEYS[base_p + (k-1)*L_p + l]
+       is caller key k of part p under its limit l, then its K_p ledgers
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] unused (each part carries its cost)
@@ -19,7 +19,7 @@ Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first
         the clock's reading, the instant decided at (as in lib/consume-frame.lua), then six numbers
         per part, as in lib/consume-frame.lua: remaining, binding limit,
         retryAfterMs (0 when the part itself fits), resetAfterMs, refusing key (0 when it fits),
-        resetAfterMs had nothing been spent}
+        resetAfterMs had nothing been spent, then K_p reset marks}
        or {-1, now} when the deadline had passed
 ]]
 --#include lib/decide.lua
@@ -40,7 +40,7 @@ for p = 1, partCount do
     limitCount = limitCount, rules = rules,
   }
   j = j + 4 + 3 * limitCount
-  base = base + keyCount * limitCount
+  base = base + keyCount * (limitCount + 1)
 end
 
 -- Judges every part at `now`; returns whether all fit, the refusing part, and the latest instant
@@ -82,5 +82,6 @@ for p = 1, partCount do
   reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, behind(part.wait, clockNow)
   reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), part.refusing
   reply[n + 6] = behind(resetUnspent, clockNow)
+  appendResetMarks(reply, part.base + part.keyCount * part.limitCount, part.keyCount, spend and allowed)
 end
 return reply

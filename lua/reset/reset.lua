@@ -1,7 +1,9 @@
 --[[
-reset/reset.lua: remove a policy's state for some caller keys (an admin unlock), and note the
-instant in each caller key's ledger (see lib/refund-frame.lua), so receipts of spends made before
-it refund nothing.
+reset/reset.lua: remove a policy's state for some caller keys (an admin unlock), and move the
+reset mark in each caller key's ledger (see lib/refund-frame.lua), so receipts of spends made
+before it refund nothing. The mark only grows: max(previous mark + 1, now), so every reset has a
+mark of its own (two in one millisecond too) and a ledger that expired and came back starts above
+every mark it had (its last reset is more than a lifetime in the past).
 
 KEYS   the state keys (K caller keys × L limits), then one ledger per caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3]-[5] unused
@@ -18,7 +20,8 @@ local removed = 0
 for k = 1, keyCount do
   for l = 1, limitCount do removed = removed + rcall('DEL', KEYS[(k - 1) * limitCount + l]) end
   local ledger = KEYS[keyCount * limitCount + k]
-  rcall('ZADD', ledger, now, 'reset')
+  local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
+  rcall('ZADD', ledger, mark, 'reset')
   rcall('PEXPIREAT', ledger, now + lifetime + offset)
 end
 

@@ -121,7 +121,7 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
   (backend) => {
     const redisNow = async (key: string): Promise<number> => {
       const node =
-        'nodes' in backend.client! ? await clusterNodeFor(backend.client, key) : backend.client!;
+        'nodes' in backend.client! ? clusterNodeFor(backend.client, key) : backend.client!;
       const [seconds, micros] = await node.time();
       return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
     };
@@ -165,7 +165,7 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
 );
 
 /** The Cluster node that serves `key`'s slot. */
-async function clusterNodeFor(cluster: Cluster, key: string): Promise<Redis> {
+function clusterNodeFor(cluster: Cluster, key: string): Redis {
   const slot = clusterSlot(key);
   const node = cluster
     .nodes('master')

@@ -35,6 +35,24 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
     expect((await limiter.peek('ip:1')).remaining).toBe(5 - 1 - 1);
   });
 
+  it('a full ledger keeps its reset mark: a spend made after the reset still refunds', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'full',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    await limiter.reset('k');
+    const after = await limiter.consume('k'); // in the reset's millisecond
+    for (let i = 0; i < 126; i++) {
+      clock.advance(1);
+      await limiter.refund(await limiter.consume('k')); // 126 refunded ids: the ledger is full
+    }
+    await limiter.refund(after);
+    expect((await limiter.peek('k')).remaining).toBe(4);
+  });
+
   it.each(['token-bucket', 'gcra'] as Algorithm[])(
     '%s: a copy refunded again after the ledger’s lifetime gives nothing (a busy bucket)',
     async (algorithm) => {

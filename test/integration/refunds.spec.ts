@@ -122,6 +122,42 @@ describe.each(stores)('$name store', (backend) => {
       expect((await limiter.consume('k')).allowed).toBe(false);
     });
 
+    it('in the millisecond of a reset: the spend before it refunds nothing, the one after it refunds', async () => {
+      const { limiter } = setup(2);
+      const before = await limiter.consume('k');
+      await limiter.reset('k'); // same instant: the clock does not move in this test
+      const after = await limiter.consume('k');
+      await limiter.consume('k');
+      expect(await limiter.refund(before)).toBe(true); // sent, and must take nothing
+      expect((await limiter.peek('k')).allowed).toBe(false);
+      await limiter.refund(after);
+      expect((await limiter.peek('k')).remaining).toBe(0);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    });
+
+    it('two resets in one millisecond: a spend between them refunds nothing', async () => {
+      const { limiter } = setup(2);
+      await limiter.reset('k');
+      const between = await limiter.consume('k');
+      await limiter.reset('k');
+      await limiter.consume('k');
+      await limiter.consume('k');
+      await limiter.refund(between);
+      expect((await limiter.peek('k')).allowed).toBe(false);
+    });
+
+    it('several keys: a refund gives back on the keys not reset since, and only on those', async () => {
+      const { limiter } = setup(2);
+      await limiter.reset('a');
+      const spent = await limiter.consume(['a', 'b']); // after a's reset, in the same instant
+      await limiter.reset('b');
+      await limiter.consume('b');
+      await limiter.consume('b');
+      await limiter.refund(spent);
+      expect((await limiter.peek('a')).remaining).toBe(1); // back to full: 2 - the peek's 1
+      expect((await limiter.peek('b')).allowed).toBe(false); // the two spends after b's reset stand
+    });
+
     it('rejects a receipt of another policy', async () => {
       const { limiter } = setup(1);
       const other = new Limiter(backend.store(), {
