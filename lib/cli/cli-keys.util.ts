@@ -100,5 +100,5 @@ function clientIp(input: string, value: string, config: CliConfig): string {
   if (canonicalIp(value) === undefined) {
     throw usageError(`bad key '${input}': '${value.trim()}' is not an IP address`);
   }
-  return config.clientIp(value, undefined);
+  return config.clientIp(value)!; // a valid address always names itself
 }

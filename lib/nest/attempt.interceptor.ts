@@ -12,6 +12,7 @@ import type { ResolvedPolicy } from '../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
 import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
 import { resolveAttemptPart } from './attempt-part.util';
+import { UNKNOWN_CLIENT } from './client-ip.util';
 import { readContextField } from './context-field.util';
 import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import {
@@ -118,14 +119,14 @@ export class AttemptInterceptor implements NestInterceptor {
     const resolved = resolveAttemptPart(part, index); // a few string operations; checked at decoration
     switch (resolved.kind) {
       case 'ip':
-        return this.http.attemptKey('ip', this.http.clientIp(contextRequest(context) ?? {}));
+        return this.http.attemptKey('ip', this.clientIpOf(context));
       case 'user':
         return this.http.attemptKey('user', contextUserId(context));
       case 'apiKey': {
         // The API key header, hashed; anonymous callers are charged by their IP instead.
-        const request = contextRequest(context) ?? {};
-        const apiKey = await this.http.apiKeyFor(request, context);
-        return apiKey ?? this.http.attemptKey('ip', this.http.clientIp(request));
+        const request = contextRequest(context);
+        const apiKey = request ? await this.http.apiKeyFor(request, context) : undefined;
+        return apiKey ?? this.http.attemptKey('ip', this.clientIpOf(context));
       }
       case 'function': {
         const value: unknown = await resolved.fn(context);
@@ -160,6 +161,12 @@ export class AttemptInterceptor implements NestInterceptor {
     }
     const layers = [...earlier, { decision, policy }];
     this.http.applyStackHeaders(response, layers, shownLayer(layers));
+  }
+
+  /** The client IP, or `'unknown'` on a transport without addresses (one budget per handler). */
+  private clientIpOf(context: ExecutionContext): string {
+    const request = contextRequest(context);
+    return request ? this.http.clientIp(request) : UNKNOWN_CLIENT;
   }
 
   /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */

@@ -1,11 +1,29 @@
 import { BlockList, isIP, isIPv4 } from 'node:net';
-import type { ClientIpOptions } from './redlimit-options.interface';
+import type { ClientIpHeader, ClientIpOptions } from './redlimit-options.interface';
 
-/** Finds the client of a request from its peer address and `X-Forwarded-For` header. */
-export type ClientIpResolver = (
-  peerAddress: string | undefined,
-  forwardedFor: string | readonly string[] | undefined,
-) => string;
+/**
+ * Finds the client of a request from its peer address and the value of the configured client-IP
+ * header ({@link ClientIpResolver.header}); `undefined` when the client cannot be named (no peer
+ * address, or a trusted proxy wrote something that is not an address). IPv6 clients come back
+ * grouped by the configured subnet.
+ */
+export interface ClientIpResolver {
+  (peerAddress: string | undefined, headerValue?: string | readonly string[]): string | undefined;
+  /** The request header the resolver reads from trusted proxies (lower case). */
+  readonly header: ClientIpHeader;
+  /** Whether an address is one of the trusted proxies. */
+  isTrusted(address: string): boolean;
+}
+
+/** The headers `clientIp.header` accepts: what real proxies and CDNs set. */
+export const CLIENT_IP_HEADERS: readonly ClientIpHeader[] = [
+  'x-forwarded-for',
+  'forwarded',
+  'cf-connecting-ip',
+  'true-client-ip',
+  'fly-client-ip',
+  'x-real-ip',
+];
 
 /** Ranges behind the names accepted in `trustedProxies`. */
 const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
@@ -14,44 +32,134 @@ const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
   linklocal: ['169.254.0.0/16', 'fe80::/10'],
 };
 
-/** The tracker of a request whose peer address is unknown (e.g. the socket already closed). */
-export const UNKNOWN_CLIENT = 'unknown';
+const OPTION_KEYS: ReadonlySet<string> = new Set(['trustedProxies', 'ipv6Subnet', 'header']);
 
 /**
- * Builds the client-IP resolver for module options: the peer address unless it is a trusted
- * proxy, in which case `X-Forwarded-For` is walked from the right past trusted proxies. IPv6
- * results are grouped by `ipv6Subnet` (default 64); IPv4-mapped IPv6 becomes IPv4.
+ * The tracker of a call whose transport has no client address at all (a microservice over Redis
+ * or NATS): one budget per handler. HTTP requests whose peer address cannot be read are refused
+ * instead (see `RedlimitHttp.clientIp`).
+ */
+export const UNKNOWN_CLIENT = 'unknown';
+
+/** An RFC 7239 obfuscated identifier (`for=_hidden`): a trusted proxy's stable name for a client. */
+const OBFUSCATED = /^_[A-Za-z0-9._-]+$/;
+
+/**
+ * Builds the client-IP resolver for module options. The client is the peer address, unless the
+ * peer is a trusted proxy:
  *
- * @throws TypeError naming a `trustedProxies` entry that is not an address, range or known name
+ * - `header: 'x-forwarded-for'` (default): the chain is walked from the right past trusted proxies;
+ *   the first hop that is not one is the client. Hops may carry a port (`203.0.113.7:51234`,
+ *   `[2001:db8::1]:443`). A hop that a trusted proxy wrote and that is not an address (`unknown`,
+ *   `010.0.0.1` — an IPv4 part with a leading zero is not an address, since some parsers read it
+ *   as octal) names no one: `undefined`.
+ * - `header: 'forwarded'`: RFC 7239, the `for=` of each element, walked the same way; quoted and
+ *   bracketed IPv6 with a port, obfuscated identifiers (`for=_hidden`, which name the client as
+ *   they are); `for=unknown` or an element without `for=` names no one.
+ * - `'cf-connecting-ip'`, `'true-client-ip'`, `'fly-client-ip'`, `'x-real-ip'`: one address, the
+ *   client (a port is dropped); absent → the peer itself.
+ *
+ * IPv6 results are grouped by `ipv6Subnet` (default 64); IPv4-mapped IPv6 becomes IPv4.
+ *
+ * @throws TypeError naming a `trustedProxies` entry that is not an address, range or known name,
+ *   an unknown `header`, a `header` without `trustedProxies`, or an unknown option
  * @example
  * const clientIp = createClientIpResolver({ trustedProxies: ['loopback'] });
  * clientIp('127.0.0.1', '198.51.100.4, 10.0.0.2'); // '10.0.0.2' (10.0.0.2 is not trusted)
- * clientIp('2001:db8::7', undefined); // '2001:db8:0:0::/64'
+ * clientIp('127.0.0.1', '198.51.100.4:51234'); // '198.51.100.4'
+ * clientIp('2001:db8::7'); // '2001:db8:0:0::/64'
  */
 export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpResolver {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('clientIp must be an object: { trustedProxies?, ipv6Subnet?, header? }');
+  }
+  const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `clientIp has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
+        'expected trustedProxies, ipv6Subnet, header',
+    );
+  }
   const subnet = options.ipv6Subnet ?? 64;
   if (!Number.isInteger(subnet) || subnet < 1 || subnet > 128) {
     throw new RangeError(`clientIp.ipv6Subnet must be a whole number from 1 to 128; got ${subnet}`);
   }
   const trusted = trustList(options.trustedProxies ?? []);
-  return (peerAddress, forwardedFor) => {
-    let client = canonicalIp(peerAddress);
-    if (client === undefined) return UNKNOWN_CLIENT;
-    if (trusted) {
-      const chain = forwardedChain(forwardedFor);
-      while (chain.length > 0 && isTrusted(trusted, client)) {
-        const hop = canonicalIp(chain.pop());
-        if (hop === undefined) break; // a proxy wrote garbage: keep the last hop we can name
-        client = hop;
-      }
+  const header = options.header ?? 'x-forwarded-for';
+  if (!CLIENT_IP_HEADERS.includes(header)) {
+    throw new TypeError(
+      `clientIp.header must be one of ${CLIENT_IP_HEADERS.map((h) => `'${h}'`).join(', ')}; ` +
+        `got ${JSON.stringify(header)}`,
+    );
+  }
+  if (options.header !== undefined && !trusted) {
+    throw new TypeError(
+      `clientIp.header '${header}' is believed only from trusted proxies: set ` +
+        'clientIp.trustedProxies to the addresses of the proxies that write it',
+    );
+  }
+  const isTrusted = (address: string): boolean => {
+    const canonical = canonicalIp(address);
+    return trusted !== undefined && canonical !== undefined && inList(trusted, canonical);
+  };
+  const resolve = (
+    peerAddress: string | undefined,
+    headerValue?: string | readonly string[],
+  ): string | undefined => {
+    const peer = canonicalIp(peerAddress);
+    if (peer === undefined) return undefined;
+    if (!trusted || !inList(trusted, peer) || headerValue === undefined) {
+      return groupIp(peer, subnet);
     }
+    const client =
+      header === 'x-forwarded-for' || header === 'forwarded'
+        ? walk(
+            trusted,
+            peer,
+            header === 'forwarded' ? forwardedFor(headerValue) : hops(headerValue),
+          )
+        : singleValue(headerValue);
+    if (client === undefined || OBFUSCATED.test(client)) return client;
     return groupIp(client, subnet);
   };
+  return Object.assign(resolve, { header, isTrusted });
+}
+
+/** The client at the end of a chain: the first hop from the right that is not a trusted proxy. */
+function walk(trusted: BlockList, peer: string, chain: string[]): string | undefined {
+  let client = peer;
+  while (chain.length > 0 && inList(trusted, client)) {
+    const hop = chain.pop()!;
+    if (OBFUSCATED.test(hop)) return hop; // the proxy's own name for its client
+    const address = hopAddress(hop);
+    if (address === undefined) return undefined; // a trusted proxy wrote no address: no one
+    client = address;
+  }
+  return client;
+}
+
+function singleValue(value: string | readonly string[]): string | undefined {
+  const text = typeof value === 'string' ? value : value.length === 1 ? value[0]! : '';
+  return hopAddress(text);
+}
+
+/**
+ * The address in one hop: IPv4 or IPv6, optionally bracketed, optionally with a port
+ * (`203.0.113.7:51234`, `[2001:db8::1]:443`); `undefined` when it is not one.
+ */
+function hopAddress(hop: string): string | undefined {
+  const text = hop.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  if (bracketed)
+    return isIP(stripZone(bracketed[1]!)) === 6 ? canonicalIp(bracketed[1]) : undefined;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text);
+  return canonicalIp(v4WithPort ? v4WithPort[1] : text);
 }
 
 /**
  * An address in canonical form: brackets and zone removed, IPv4-mapped IPv6 as IPv4, IPv6
- * expanded to eight groups. `undefined` when it is not an IP address.
+ * expanded to eight groups. `undefined` when it is not an IP address (an IPv4 part with a
+ * leading zero is not).
  *
  * @example
  * canonicalIp('::ffff:203.0.113.9'); // '203.0.113.9'
@@ -60,8 +168,7 @@ export function canonicalIp(address: string | undefined): string | undefined {
   if (typeof address !== 'string') return undefined;
   let text = address.trim();
   if (text.startsWith('[') && text.endsWith(']')) text = text.slice(1, -1);
-  const zone = text.indexOf('%');
-  if (zone >= 0) text = text.slice(0, zone);
+  text = stripZone(text);
   const family = isIP(text);
   if (family === 4) return text;
   if (family !== 6) return undefined;
@@ -89,6 +196,25 @@ export function groupIp(address: string, subnet: number): string {
     kept.push(((groups[i] ?? 0) & mask).toString(16));
   }
   return `${kept.join(':')}${kept.length < 8 ? '::' : ''}/${subnet}`;
+}
+
+/**
+ * Whether an address is loopback, private (RFC 1918, `fc00::/7`) or link-local: where a proxy in
+ * front of the app usually sits.
+ *
+ * @example
+ * isInternalAddress('10.1.2.3'); // true
+ */
+export function isInternalAddress(address: string): boolean {
+  const canonical = canonicalIp(address);
+  return canonical !== undefined && inList(INTERNAL, canonical);
+}
+
+const INTERNAL = trustList(['loopback', 'private', 'linklocal'])!;
+
+function stripZone(text: string): string {
+  const zone = text.indexOf('%');
+  return zone >= 0 ? text.slice(0, zone) : text;
 }
 
 /** The eight 16-bit groups of a valid IPv6 address (with `::` and a trailing dotted quad). */
@@ -142,15 +268,60 @@ function addRange(list: BlockList, range: string, entry: string): void {
   list.addSubnet(canonical, prefix, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-function isTrusted(list: BlockList, address: string): boolean {
+function inList(list: BlockList, address: string): boolean {
   return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
 
-function forwardedChain(header: string | readonly string[] | undefined): string[] {
-  if (header === undefined) return [];
+/** The hops of an X-Forwarded-For value, left to right (empty entries skipped). */
+function hops(header: string | readonly string[]): string[] {
   const text = typeof header === 'string' ? header : header.join(',');
   return text
     .split(',')
     .map((hop) => hop.trim())
     .filter((hop) => hop !== '');
+}
+
+/**
+ * The `for=` values of an RFC 7239 `Forwarded` value, left to right; an element without one
+ * gives `unknown` (that proxy did not say who its client was).
+ */
+function forwardedFor(header: string | readonly string[]): string[] {
+  const text = typeof header === 'string' ? header : header.join(',');
+  const result: string[] = [];
+  // Elements are separated by commas and pairs by semicolons, outside quoted strings.
+  for (const element of splitOutsideQuotes(text, ',')) {
+    if (element.trim() === '') continue;
+    let value = 'unknown';
+    for (const pair of splitOutsideQuotes(element, ';')) {
+      const eq = pair.indexOf('=');
+      if (eq < 0 || pair.slice(0, eq).trim().toLowerCase() !== 'for') continue;
+      const raw = pair.slice(eq + 1).trim();
+      value =
+        raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2
+          ? raw.slice(1, -1).replace(/\\(.)/g, '$1')
+          : raw;
+    }
+    result.push(value);
+  }
+  return result;
+}
+
+function splitOutsideQuotes(text: string, separator: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted && c === '\\' && i + 1 < text.length) {
+      current += c + text[++i]!;
+      continue;
+    }
+    if (c === '"') quoted = !quoted;
+    if (c === separator && !quoted) {
+      parts.push(current);
+      current = '';
+    } else current += c;
+  }
+  parts.push(current);
+  return parts;
 }

@@ -4,6 +4,7 @@ import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
 import { RedlimitConfigError } from './redlimit-config.error';
 import type {
+  ClientIpHeader,
   ClientIpOptions,
   RateLimitHeaderStyle,
   RedlimitModuleOptions,
@@ -29,6 +30,7 @@ export type EnvSource =
  * | `REDLIMIT_HEADERS` | `ietf`, `legacy`, `both` or `none` |
  * | `REDLIMIT_TRUSTED_PROXIES` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal` |
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
+ * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
  *
  * @example
@@ -130,7 +132,14 @@ export function redlimitOptionsFromEnv(
     clientIp.ipv6Subnet = /^\d+$/.test(subnet) ? Number(subnet) : NaN;
     validateClientIp('REDLIMIT_IPV6_SUBNET', subnet, clientIp);
   }
-  if (proxies !== undefined || subnet !== undefined) options.clientIp = clientIp;
+  const ipHeader = read('REDLIMIT_CLIENT_IP_HEADER');
+  if (ipHeader !== undefined) {
+    clientIp.header = ipHeader.toLowerCase() as ClientIpHeader;
+    validateClientIp('REDLIMIT_CLIENT_IP_HEADER', ipHeader, clientIp);
+  }
+  if (proxies !== undefined || subnet !== undefined || ipHeader !== undefined) {
+    options.clientIp = clientIp;
+  }
 
   const secret = read('REDLIMIT_KEY_SECRET');
   if (secret !== undefined) {

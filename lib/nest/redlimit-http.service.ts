@@ -1,13 +1,20 @@
-import { type ExecutionContext, type HttpException, Inject, Injectable } from '@nestjs/common';
+import {
+  type ExecutionContext,
+  type HttpException,
+  Inject,
+  Injectable,
+  Logger,
+} from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
-import { type ClientIpResolver, createClientIpResolver } from './client-ip.util';
+import { type ClientIpResolver, createClientIpResolver, isInternalAddress } from './client-ip.util';
 import {
   type HttpRequestLike,
   type HttpResponseLike,
   peerAddress,
   setResponseHeader,
 } from './http-request.util';
+import { IdentityInputError } from './identity-input.error';
 import { apiKeyHash, attemptKey, type AttemptKeyOptions } from './key-hash.util';
 import {
   rateLimitHeaders,
@@ -15,7 +22,7 @@ import {
   stackedRateLimitHeaders,
 } from './rate-limit-headers.util';
 import { rateLimitHttpException } from './rate-limit.exception';
-import { REDLIMIT_OPTIONS } from './redlimit.constants';
+import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
 import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-options.interface';
 
 /**
@@ -36,6 +43,9 @@ export class RedlimitHttp {
   private readonly keySecret: string | undefined;
   private readonly apiKeyHeader: string;
   private readonly validateApiKey?: (key: string, context: ExecutionContext) => unknown;
+  private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+  /** Client-IP warnings already logged (each once per module). */
+  private readonly warned = new Set<string>();
 
   constructor(@Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions) {
     const style = options.headers ?? 'ietf';
@@ -92,11 +102,58 @@ export class RedlimitHttp {
   }
 
   /**
-   * The client's IP: the peer address, or from `X-Forwarded-For` past trusted proxies; IPv6
-   * grouped by the configured subnet.
+   * The client's IP: the peer address, or what a trusted proxy says in the configured header
+   * (`clientIp.header`, default `X-Forwarded-For`); IPv6 grouped by the configured subnet.
+   * Warns once when `X-Forwarded-For` or `Forwarded` arrives from a loopback or private peer
+   * that is not a trusted proxy (almost always a proxy that was not configured).
+   *
+   * @throws IdentityInputError (`part` `'ip'`; the guard and the interceptor answer 400 before
+   *   anything is charged) when the client cannot be named: the peer address cannot be read (the
+   *   client reset the connection), or a trusted proxy wrote no address (`unknown`, a malformed
+   *   hop). Such a request is never charged to one shared budget that one client could exhaust.
    */
   clientIp(request: HttpRequestLike): string {
-    return this.resolveClientIp(peerAddress(request), request.headers?.['x-forwarded-for']);
+    const peer = peerAddress(request);
+    const headers = request.headers;
+    const value = headers?.[this.resolveClientIp.header];
+    const client = this.resolveClientIp(peer, value);
+    if (peer !== undefined && !this.warned.has('untrusted') && isInternalAddress(peer)) {
+      const sent = ['x-forwarded-for', 'forwarded'].find((name) => headers?.[name] !== undefined);
+      if (sent !== undefined && !this.resolveClientIp.isTrusted(peer)) {
+        this.warnOnce(
+          'untrusted',
+          `${HEADER_NAMES[sent]} arrived from ${peer}, which is not in clientIp.trustedProxies: ` +
+            'clients are told apart by peer address, so if a proxy in front of this app sent it, ' +
+            'every client behind that proxy shares one budget. Add the proxy to ' +
+            "clientIp.trustedProxies (e.g. 'loopback', 'private'), or ignore this if nothing should send it.",
+        );
+      }
+    }
+    if (client !== undefined) return client;
+    if (peer === undefined) {
+      this.warnOnce(
+        'no-peer',
+        'A request arrived whose peer address could not be read (the client reset the connection?): ' +
+          'it was refused with 400 instead of being charged to one shared budget.',
+      );
+    } else {
+      const shown = JSON.stringify(
+        (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, 200),
+      );
+      this.warnOnce(
+        'no-client',
+        `A trusted proxy (${peer}) sent ${HEADER_NAMES[this.resolveClientIp.header]}: ${shown}, ` +
+          'which names no client address: such requests are refused with 400 instead of being ' +
+          'charged to one shared budget. Check what the proxy writes, and clientIp.header.',
+      );
+    }
+    throw new IdentityInputError('ip', 'no-client-address');
+  }
+
+  private warnOnce(kind: string, message: string): void {
+    if (this.warned.has(kind)) return;
+    this.warned.add(kind);
+    this.logger.warn(message);
   }
 
   /**
@@ -162,3 +219,13 @@ export class RedlimitHttp {
     return attemptKey(name, value, this.keySecret, options);
   }
 }
+
+/** Header names as people write them, for messages. */
+const HEADER_NAMES: Readonly<Record<string, string>> = {
+  'x-forwarded-for': 'X-Forwarded-For',
+  forwarded: 'Forwarded',
+  'cf-connecting-ip': 'CF-Connecting-IP',
+  'true-client-ip': 'True-Client-IP',
+  'fly-client-ip': 'Fly-Client-IP',
+  'x-real-ip': 'X-Real-IP',
+};

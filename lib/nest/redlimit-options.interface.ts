@@ -40,11 +40,26 @@ export type RedisConnectionOptions =
   | (RedisOptions & { readonly url?: string });
 
 /**
+ * The request header a trusted proxy names the client in: `'x-forwarded-for'` (a chain, walked
+ * from the right past trusted proxies), `'forwarded'` (RFC 7239 `for=`, walked the same way), or
+ * the single-address headers of Cloudflare (`'cf-connecting-ip'`), Akamai and Cloudflare
+ * Enterprise (`'true-client-ip'`), Fly.io (`'fly-client-ip'`) and nginx setups (`'x-real-ip'`).
+ */
+export type ClientIpHeader =
+  | 'x-forwarded-for'
+  | 'forwarded'
+  | 'cf-connecting-ip'
+  | 'true-client-ip'
+  | 'fly-client-ip'
+  | 'x-real-ip';
+
+/**
  * How the client IP (the default tracker of `@Throttle` and the `'ip'` part of `@Attempt`) is
  * found.
  *
  * @example
  * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['loopback', '10.0.0.0/8'], ipv6Subnet: 56 } });
+ * RedlimitModule.forRoot({ clientIp: { trustedProxies: CLOUDFLARE_RANGES, header: 'cf-connecting-ip' } });
  */
 export interface ClientIpOptions {
   /**
@@ -60,6 +75,12 @@ export interface ClientIpOptions {
    * Default 64; 128 keeps single addresses. IPv4-mapped IPv6 addresses count as IPv4.
    */
   readonly ipv6Subnet?: number;
+  /**
+   * The header your proxy writes the client in; believed only from `trustedProxies` (required
+   * when this is set). Other headers are ignored: a proxy passes on the headers it does not
+   * write, so reading them would let clients choose their address. Default `'x-forwarded-for'`.
+   */
+  readonly header?: ClientIpHeader;
 }
 
 /**

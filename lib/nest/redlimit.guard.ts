@@ -1,6 +1,7 @@
 import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import { Limiter } from '../core/limiter';
+import { UNKNOWN_CLIENT } from './client-ip.util';
 import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import {
   contextRequest,
@@ -129,10 +130,12 @@ export class RedlimitGuard implements CanActivate {
   /**
    * Who the call is charged to by default: the client IP — of the HTTP request (also the one
    * carrying a GraphQL operation), of the WebSocket connection, of the microservice's TCP peer;
-   * `'unknown'` where the transport has no address.
+   * `'unknown'` where the transport has no address at all (one budget per handler). An HTTP
+   * request whose address cannot be read is refused with 400 ({@link RedlimitHttp.clientIp}).
    */
   protected getTracker(context: ExecutionContext): string | Promise<string> {
-    return this.http.clientIp(contextRequest(context) ?? {});
+    const request = contextRequest(context);
+    return request ? this.http.clientIp(request) : UNKNOWN_CLIENT;
   }
 
   /**

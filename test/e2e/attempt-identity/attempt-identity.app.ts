@@ -4,35 +4,10 @@
  * places, and a store that counts what reaches it.
  */
 import { Body, Controller, HttpCode, Module, Param, Post, Query, type Type } from '@nestjs/common';
-import {
-  Attempt,
-  MemoryStore,
-  RedlimitModule,
-  type RefundRequest,
-  type ResetRequest,
-  type SpendRequest,
-  type SpendResult,
-  type Store,
-} from '../../../lib/nest';
+import { Attempt, RedlimitModule } from '../../../lib/nest';
+import { CountingStore } from '../support/counting-store';
 
-/** A MemoryStore that counts spends: a refused-as-bad-input request must not reach it. */
-export class CountingStore implements Store {
-  consumes = 0;
-  private readonly inner = new MemoryStore();
-  consume(request: SpendRequest): Promise<SpendResult> {
-    this.consumes++;
-    return this.inner.consume(request);
-  }
-  peek(request: SpendRequest): Promise<SpendResult> {
-    return this.inner.peek(request);
-  }
-  refund(request: RefundRequest): Promise<void> {
-    return this.inner.refund(request);
-  }
-  reset(request: ResetRequest): Promise<void> {
-    return this.inner.reset(request);
-  }
-}
+export { CountingStore };
 
 /** The accounts whose passwords each handler checked, in order. */
 export class Checked {

@@ -1,13 +1,27 @@
-/** Fixture: a throttled route and an @Attempt route keyed on the client IP. */
-import { Controller, Get, HttpCode, Module, Post, type Type, UseGuards } from '@nestjs/common';
+/**
+ * Fixture: a throttled route and an @Attempt route keyed on the client IP, and a middleware that
+ * makes a request's peer address unreadable on demand (as after the client reset the connection).
+ */
+import {
+  Controller,
+  Get,
+  HttpCode,
+  type MiddlewareConsumer,
+  Module,
+  type NestModule,
+  Post,
+  type Type,
+  UseGuards,
+} from '@nestjs/common';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   Attempt,
   type ClientIpOptions,
-  MemoryStore,
   RedlimitGuard,
   RedlimitModule,
   Throttle,
 } from '../../../lib/nest';
+import { CountingStore } from '../support/counting-store';
 
 @Controller()
 @UseGuards(RedlimitGuard)
@@ -25,17 +39,31 @@ class IpController {
   }
 }
 
-export function clientIpApp(clientIp?: ClientIpOptions): Type {
+/** `x-drop-peer: 1` hides the socket's remote address for this request (restored after it). */
+function dropPeer(request: IncomingMessage, response: ServerResponse, next: () => void): void {
+  if (request.headers['x-drop-peer'] === '1') {
+    const socket = request.socket;
+    Object.defineProperty(socket, 'remoteAddress', { value: undefined, configurable: true });
+    response.on('close', () => delete (socket as { remoteAddress?: string }).remoteAddress);
+  }
+  next();
+}
+
+export function clientIpApp(clientIp?: ClientIpOptions, store = new CountingStore()): Type {
   @Module({
     imports: [
       RedlimitModule.forRoot({
-        store: new MemoryStore(),
+        store,
         policies: { two: { algorithm: 'sliding-window', limit: 2, window: '1m' } },
         ...(clientIp && { clientIp }),
       }),
     ],
     controllers: [IpController],
   })
-  class ClientIpAppModule {}
+  class ClientIpAppModule implements NestModule {
+    configure(consumer: MiddlewareConsumer): void {
+      consumer.apply(dropPeer).forRoutes('*path');
+    }
+  }
   return ClientIpAppModule;
 }

@@ -117,6 +117,23 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     expect(() => redlimitOptionsFromEnv({ REDLIMIT_IPV6_SUBNET: '200' })).toThrow(
       /^REDLIMIT_IPV6_SUBNET="200"/,
     );
+    expect(() =>
+      redlimitOptionsFromEnv({
+        REDLIMIT_TRUSTED_PROXIES: 'loopback',
+        REDLIMIT_CLIENT_IP_HEADER: 'x-client-ip',
+      }),
+    ).toThrow(
+      /^REDLIMIT_CLIENT_IP_HEADER="x-client-ip" is invalid: clientIp\.header must be one of/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_CLIENT_IP_HEADER: 'forwarded' })).toThrow(
+      /^REDLIMIT_CLIENT_IP_HEADER="forwarded" is invalid: .*set clientIp\.trustedProxies/,
+    );
+    expect(
+      redlimitOptionsFromEnv({
+        REDLIMIT_TRUSTED_PROXIES: 'loopback',
+        REDLIMIT_CLIENT_IP_HEADER: 'CF-Connecting-IP',
+      }).clientIp,
+    ).toEqual({ trustedProxies: ['loopback'], header: 'cf-connecting-ip' });
     // A password pasted with an unencoded '@' or '/' is masked too.
     expect(() => redlimitOptionsFromEnv({ REDIS_URL: 'http://:p@ss@cache:6379' })).toThrow(
       /^REDIS_URL="http:\/\/:\*\*\*@cache:6379" is invalid/,
