@@ -22,6 +22,7 @@ export * from './execution-context.util';
 export * from './identity-input.error';
 export * from './identity-normalize.util';
 export * from './key-hash.util';
+export * from './key-secret-check.service';
 export * from './limiter.registry';
 export * from './options-from-env.util';
 export * from './policy-spec.util';

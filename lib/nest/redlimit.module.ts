@@ -1,4 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { RedlimitKeySecretCheck } from './key-secret-check.service';
 import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import {
@@ -31,6 +33,7 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
  * ```
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: RedlimitConnection,
@@ -40,6 +43,7 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
     RedlimitEvents,
     LimiterRegistry,
     RedlimitHttp,
+    RedlimitKeySecretCheck,
   ],
   exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp],
 })

@@ -4,8 +4,9 @@
  */
 import { spawn } from 'node:child_process';
 import * as path from 'node:path';
+import { attemptKey } from '../../../lib/nest';
 import { AppModule } from '../../../sample/app.module';
-import { redisUrl, uniquePrefix } from '../../support/redis';
+import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 
 const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' };
@@ -49,6 +50,29 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     expect(await locked.json()).toMatchObject({ statusCode: 429, policy: 'sign-in' });
     // The same IP is spent out too: guessing cannot move on to another account.
     expect((await signIn('grace@example.com', 'cobol forever')).status).toBe(429);
+  });
+
+  it('reads REDLIMIT_KEY_SECRET: keys are HMACs with it; in production without it, a startup warning', async () => {
+    const keySecret = () => app.logs.filter((line) => /warn: .*keySecret is not set/.test(line));
+    expect(keySecret()).toEqual([]); // not production
+    await app.close();
+    process.env.NODE_ENV = 'production';
+    app = await startApp(AppModule, platform);
+    expect(keySecret()).toHaveLength(1);
+    await app.close();
+
+    const secret = 'sample secret of at least 16 characters';
+    process.env.REDLIMIT_KEY_SECRET = secret;
+    app = await startApp(AppModule, platform);
+    expect(keySecret()).toEqual([]);
+    expect((await signIn(ADA.email, 'guess')).status).toBe(401);
+    const redis = createTestClient();
+    try {
+      const key = attemptKey('email', ADA.email, secret);
+      expect(await redis.exists(`${process.env.REDLIMIT_PREFIX}{${key}}:sign-in:0`)).toBe(1);
+    } finally {
+      await redis.quit();
+    }
   });
 
   it('links: ten per minute per client, then 429; /health is never limited', async () => {
