@@ -59,6 +59,29 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     },
   );
 
+  it('decisions coalesced into one batch: those past their deadline write nothing, the others stand', async () => {
+    const store = new RedisStore({ client, prefix: 'batched:' });
+    const request = spendRequest('fixed-window');
+    await store.peek(request); // scripts loaded, clock measured
+    const late = await redis.whileHung(async () => {
+      const patient = { ...request, keys: ['patient'], deadlineAt: monotonicNow() + 60_000 };
+      // The first goes alone; the three behind it leave together as one batch/consume run.
+      const pending = [
+        store.consume({ ...request, keys: ['first'] }),
+        store.consume({ ...request, keys: ['short-1'] }),
+        store.consume(patient),
+        store.consume({ ...request, keys: ['short-2'] }),
+      ].map((p) => p.catch((error: unknown) => error));
+      await sleep(300); // long past the 100 ms deadlines, well before the patient one
+      return { pending };
+    });
+    const [first, short1, patient, short2] = await Promise.all(late.pending);
+    for (const outcome of [first, short1, short2])
+      expect(outcome).toBeInstanceOf(StoreTimeoutError);
+    expect(patient).toMatchObject({ allowed: true });
+    expect(await client.keys('batched:*')).toEqual(['batched:{patient}:p:0']);
+  });
+
   it('a command replayed from the offline queue after Redis restarted', async () => {
     const own = await startRedisServer();
     const port = own.port;

@@ -158,6 +158,22 @@ describe.each(stores)('$name store', (backend) => {
       expect((await limiter.peek('b')).allowed).toBe(false); // the two spends after b's reset stand
     });
 
+    it('gives back a cost above 100 in full (a sliding log writes and removes its members in chunks)', async () => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'big',
+        algorithm,
+        limit: 300,
+        window: '1m',
+      });
+      await limiter.consume('k', { cost: 7 });
+      const spent = await limiter.consume('k', { cost: 250 });
+      expect(spent.remaining).toBe(43);
+      await limiter.refund(spent);
+      expect((await limiter.peek('k', { cost: 293 })).allowed).toBe(true);
+      expect((await limiter.peek('k', { cost: 294 })).allowed).toBe(false);
+    });
+
     it('rejects a receipt of another policy', async () => {
       const { limiter } = setup(1);
       const other = new Limiter(backend.store(), {

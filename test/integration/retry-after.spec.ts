@@ -160,3 +160,25 @@ describe.each(stores)('$name store: window boundaries', (backend) => {
     },
   );
 });
+
+describe.each(stores)('$name store: the instant a spend stops counting', (backend) => {
+  it.each(ALGORITHMS)(
+    '%s: a spend counts until its window is over, and not an instant longer',
+    async (algorithm) => {
+      const clock = new TestClock();
+      clock.advance(123); // not on a window edge: the log's trailing window is what is tested
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'edge',
+        algorithm,
+        limit: 1,
+        window: 1_000,
+      });
+      const spent = await limiter.consume('k');
+      clock.now = spent.receipt.at + spent.resetAfterMs - 1;
+      expect((await limiter.peek('k')).allowed).toBe(false);
+      clock.now = spent.receipt.at + spent.resetAfterMs;
+      expect((await limiter.peek('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    },
+  );
+});
