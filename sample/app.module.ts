@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_GUARD } from '@nestjs/core';
+import { join } from 'node:path';
 import { RedlimitGuard, RedlimitModule, redlimitOptionsFromEnv } from '../lib/nest';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
@@ -9,23 +10,15 @@ import { LinksController } from './links.controller';
 
 @Module({
   imports: [
-    ConfigModule.forRoot(),
-    // Redis from REDIS_URL (else the in-memory store, with a warning); every REDLIMIT_* variable
-    // overrides the defaults below, e.g. REDLIMIT_POLICIES="sign-in=fixed-window:3/1m".
+    // The limits live in sample/redlimit.env, where the `redlimit` command reads them too
+    // (--dotenv); variables set in the environment win, e.g.
+    // REDLIMIT_POLICIES="sign-in=fixed-window:3/1m,links=…,api=…", REDIS_URL, REDLIMIT_KEY_SECRET.
+    ConfigModule.forRoot({ envFilePath: join(__dirname, 'redlimit.env') }),
+    // Redis from REDIS_URL (else the in-memory store, with a warning).
     RedlimitModule.forRootAsync({
       imports: [ConfigModule],
       inject: [ConfigService],
-      useFactory: (config: ConfigService) =>
-        redlimitOptionsFromEnv(config, {
-          prefix: 'sample:',
-          policies: {
-            'sign-in': { algorithm: 'fixed-window', limit: 5, window: '15m' },
-            links: { algorithm: 'sliding-window', limit: 10, window: '1m' },
-            api: { algorithm: 'sliding-window', limit: 100, window: '1m', failMode: 'open' },
-          },
-          defaultPolicy: 'api',
-          headers: 'ietf',
-        }),
+      useFactory: (config: ConfigService) => redlimitOptionsFromEnv(config, { headers: 'ietf' }),
     }),
   ],
   controllers: [AuthController, LinksController, HealthController],

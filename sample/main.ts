@@ -7,10 +7,15 @@ async function bootstrap(): Promise<void> {
   const app = await NestFactory.create(AppModule);
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
-  await app.listen(port);
+  // This machine only, unless HOST says otherwise (e.g. HOST=0.0.0.0 in a container).
+  const host = process.env.HOST ?? '127.0.0.1';
+  await app.listen(port, host);
+  const server = app.getHttpServer() as import('node:http').Server;
+  const { port: bound } = server.address() as import('node:net').AddressInfo;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
   new Logger('sample').log(
-    `listening on http://localhost:${port}: POST /auth/sign-in {"email","password"}, ` +
-      'POST /links {"url"}, GET /links, GET /health',
+    `listening on ${url}: POST /auth/sign-in {"email","password"}, ` +
+      'POST /links {"url"}, GET /links, GET /health; POST /auth/unlock {"email","ip"} from this machine',
   );
 }
 

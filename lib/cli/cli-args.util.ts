@@ -35,6 +35,8 @@ export interface CliArgs {
   readonly policies?: string;
   /** `--timeout`: bound on connecting and on each Redis command, in ms. */
   readonly timeoutMs: number;
+  /** `--dotenv`: a dotenv file read under the environment (variables already set win). */
+  readonly dotenv?: string;
 }
 
 /** Default of `--timeout`: an operator's command may wait longer than a request would. */
@@ -63,6 +65,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
         prefix: { type: 'string' },
         policies: { type: 'string' },
         timeout: { type: 'string' },
+        dotenv: { type: 'string' },
         key: { type: 'string', multiple: true, default: [] },
         route: { type: 'string' },
         ip: { type: 'string', multiple: true, default: [] },
@@ -87,6 +90,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     ...(values.redis !== undefined && { redis: values.redis }),
     ...(values.prefix !== undefined && { prefix: values.prefix }),
     ...(values.policies !== undefined && { policies: values.policies }),
+    ...(values.dotenv !== undefined && { dotenv: values.dotenv }),
   };
   if (command === undefined) {
     if (values.help || values.version) return base;

@@ -5,6 +5,7 @@ import type { EnvSource } from '../nest/options-from-env.util';
 import { RedisStore } from '../stores/redis.store';
 import { type CliArgs, DEFAULT_TIMEOUT_MS, parseCliArgs } from './cli-args.util';
 import { type CliConfig, cliConfig } from './cli-config.util';
+import { readDotenv, withDotenv } from './cli-dotenv.util';
 import { callerKeys } from './cli-keys.util';
 import { connectRedis } from './cli-redis.util';
 import { CliError, EXIT_CODES, type ExitCode, usageError } from './cli.error';
@@ -46,6 +47,8 @@ Options:
   --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
   --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
+  --dotenv PATH          read variables from a dotenv file too (variables already set win),
+                           e.g. the app's own: --dotenv sample/redlimit.env
   -h, --help               this help
   --version                the redlimit version
 
@@ -80,7 +83,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stdout.write(`${packageVersion()}\n`);
       return EXIT_CODES.ok;
     }
-    const output = await execute(args, cliConfig(args, io.env));
+    const env = args.dotenv === undefined ? io.env : withDotenv(io.env, readDotenv(args.dotenv));
+    const output = await execute(args, cliConfig(args, env));
     io.stdout.write(args.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
     return EXIT_CODES.ok;
   } catch (error) {

@@ -2,9 +2,13 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { MemoryStore } from '../stores/memory.store';
 import { RedisStore, type RedisClient } from '../stores/redis.store';
 import type { Store } from '../stores/store.interface';
+import { maskUrl } from './mask-url.util';
 import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 import { closeRedisClient, createRedisClient } from './redis-client.factory';
-import type { RedlimitModuleOptions } from './redlimit-options.interface';
+import type { RedisConnectionOptions, RedlimitModuleOptions } from './redlimit-options.interface';
+
+/** The key prefix of a RedisStore without one (the module's documented default). */
+const DEFAULT_PREFIX = 'rl:';
 
 /** Connection errors are logged at most this often (ioredis reports every reconnection). */
 const ERROR_LOG_INTERVAL_MS = 10_000;
@@ -49,6 +53,10 @@ export class RedlimitConnection implements OnApplicationShutdown {
         client,
         ...(options.prefix !== undefined && { prefix: options.prefix }),
       });
+      logger.log(
+        `Rate limits are kept in Redis at ${describeRedis(options.redis, client)}, ` +
+          `prefix '${options.prefix ?? DEFAULT_PREFIX}'`,
+      );
       return new RedlimitConnection(store, 'redis', client, owned, timeoutMs);
     }
     if (options.store !== undefined) {
@@ -58,6 +66,7 @@ export class RedlimitConnection implements OnApplicationShutdown {
           'RedlimitModule store must implement Store (consume, peek, refund, reset)',
         );
       }
+      logger.log(`Rate limits are kept in the store given in options (${store.constructor.name})`);
       return new RedlimitConnection(store, 'custom', undefined, false, timeoutMs);
     }
     logger.warn(
@@ -108,4 +117,22 @@ function logConnectionErrors(client: RedisClient, logger: Logger): void {
       `Redis connection error (decisions follow each policy's fail mode): ${error.message}`,
     );
   });
+}
+
+/** Where the module's Redis is, for the startup log: a URL (password masked) or host:port. */
+function describeRedis(redis: RedisConnectionOptions, client: RedisClient): string {
+  if (typeof redis === 'string') return maskUrl(redis);
+  if ('nodes' in redis) {
+    const nodes = redis.nodes.map((node) =>
+      typeof node === 'object' ? `${node.host ?? 'localhost'}:${node.port ?? 6379}` : String(node),
+    );
+    return `Cluster ${nodes.join(', ')}`;
+  }
+  if ('client' in redis) {
+    if ((client as { isCluster?: boolean }).isCluster) return 'Cluster (the client passed in)';
+    const { host, port } = client.options as { host?: string; port?: number };
+    return `${host ?? 'localhost'}:${port ?? 6379} (the client passed in)`;
+  }
+  if (redis.url !== undefined) return maskUrl(redis.url);
+  return `${redis.host ?? 'localhost'}:${redis.port ?? 6379}`;
 }

@@ -61,6 +61,14 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
         platform,
       );
       expect((await app.request('/ping')).status).toBe(200);
+      const { port } = new URL(redisUrl());
+      expect(app.logs).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^log: Rate limits are kept in Redis at 127\\.0\\.0\\.1:${port} \\(the client passed in\\), prefix 'test:e2e-life:`,
+          ),
+        ),
+      );
       await app.close();
       expect(client.status).toBe('ready');
       expect(await client.ping()).toBe('PONG');

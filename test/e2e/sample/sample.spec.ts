@@ -7,7 +7,11 @@ import * as path from 'node:path';
 import { attemptKey } from '../../../lib/nest';
 import { AppModule } from '../../../sample/app.module';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
+import { redlimit, removeBuiltCli } from '../cli/cli.process';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+afterAll(removeBuiltCli);
 
 const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' };
 
@@ -75,6 +79,38 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     }
   });
 
+  it("says at startup which store it uses (Redis, with the URL's password masked)", () => {
+    const port = new URL(redisUrl()).port;
+    expect(app.logs).toContain(
+      `log: Rate limits are kept in Redis at redis://127.0.0.1:${port}, prefix '${process.env.REDLIMIT_PREFIX}'`,
+    );
+  });
+
+  it("the README's unlock works on the running sample: its admin route, and the CLI reading sample/redlimit.env", async () => {
+    const lock = async () => {
+      for (let i = 0; i < 5; i++) expect((await signIn(ADA.email, 'guess')).status).toBe(401);
+      expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
+    };
+    await lock();
+    const unlock = await app.request('/auth/unlock', {
+      method: 'POST',
+      body: { email: ADA.email, ip: '127.0.0.1' },
+    });
+    expect(unlock.status).toBe(200);
+    expect(await unlock.json()).toEqual({ unlocked: ['email', 'ip'] });
+    expect((await signIn(ADA.email, ADA.password)).status).toBe(200);
+
+    await lock();
+    // As the README says: npm run redlimit -- reset sign-in email=… ip=… --dotenv sample/redlimit.env
+    const run = await redlimit(
+      ['reset', 'sign-in', `email=${ADA.email}`, 'ip=127.0.0.1', '--dotenv', 'sample/redlimit.env'],
+      { REDIS_URL: redisUrl(), REDLIMIT_PREFIX: process.env.REDLIMIT_PREFIX! },
+    );
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^reset sign-in for 2 keys:/);
+    expect((await signIn(ADA.email, ADA.password)).status).toBe(200);
+  });
+
   it('links: ten per minute per client, then 429; /health is never limited', async () => {
     for (let i = 0; i < 10; i++) {
       const created = await app.request('/links', {
@@ -109,7 +145,7 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
 
 describe('the sample app process', () => {
   it('fails to boot on a bad REDLIMIT_POLICIES, naming the variable', async () => {
-    const root = path.resolve(__dirname, '..', '..', '..');
+    const root = ROOT;
     const child = spawn(
       process.execPath,
       ['-r', 'ts-node/register/transpile-only', 'sample/main.ts'],
@@ -131,4 +167,60 @@ describe('the sample app process', () => {
     expect(code).not.toBe(0);
     expect(output).toMatch(/REDLIMIT_POLICIES="sign-in=fixed-window:5\/15 minutes" is invalid/);
   }, 20_000);
+
+  it('listens on 127.0.0.1 by default, on HOST when set', async () => {
+    for (const [host, expected] of [
+      [undefined, '127.0.0.1'],
+      ['127.0.0.2', '127.0.0.2'],
+    ] as const) {
+      const child = spawn(
+        process.execPath,
+        ['-r', 'ts-node/register/transpile-only', 'sample/main.ts'],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            TS_NODE_PROJECT: 'sample/tsconfig.json',
+            PORT: '0',
+            ...(host !== undefined && { HOST: host }),
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      try {
+        const url = await new Promise<string>((resolve, reject) => {
+          let output = '';
+          const read = (d: Buffer) => {
+            output += d.toString();
+            const match = /listening on (http:\/\/\S+?):? /.exec(output);
+            if (match) resolve(match[1]!);
+          };
+          child.stdout.on('data', read);
+          child.stderr.on('data', read);
+          child.on('close', () => reject(new Error(`the sample exited:\n${output}`)));
+        });
+        expect(new URL(url).hostname).toBe(expected);
+        expect((await fetch(`${url}/health`)).status).toBe(200);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((resolve) => child.once('close', resolve));
+      }
+    }
+  }, 40_000);
+
+  it('the CLI reads the policies and prefix of sample/redlimit.env (no Redis needed)', async () => {
+    const run = await redlimit(['policies', '--json', '--dotenv', 'sample/redlimit.env']);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      prefix: 'sample:',
+      policies: [
+        { name: 'sign-in', algorithm: 'fixed-window', limits: [{ limit: 5, windowMs: 900_000 }] },
+        { name: 'links', algorithm: 'sliding-window', limits: [{ limit: 10, windowMs: 60_000 }] },
+        { name: 'api', algorithm: 'sliding-window', failMode: 'open' },
+      ],
+    });
+    const missing = await redlimit(['policies', '--dotenv', 'sample/nope.env']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^redlimit: --dotenv sample\/nope\.env: cannot read it/);
+  });
 });
