@@ -35,6 +35,8 @@ export interface CliArgs {
   readonly policies?: string;
   /** `--timeout`: bound on connecting and on each Redis command, in ms. */
   readonly timeoutMs: number;
+  /** `--exact`: `part=value` values hashed as given (parts with `normalize: false`). */
+  readonly exact: boolean;
   /** `--dotenv`: a dotenv file read under the environment (variables already set win). */
   readonly dotenv?: string;
 }
@@ -59,6 +61,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
       strict: true,
       options: {
         json: { type: 'boolean', default: false },
+        exact: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
         version: { type: 'boolean', default: false },
         redis: { type: 'string' },
@@ -83,6 +86,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     rawKeys: values.key,
     ips: values.ip,
     json: values.json,
+    exact: values.exact,
     help: values.help,
     version: values.version,
     timeoutMs: timeout(values.timeout),

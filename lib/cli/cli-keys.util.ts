@@ -18,7 +18,8 @@ export interface CliKey {
 /**
  * The caller keys of a `peek` or `reset`, built exactly as the app builds them:
  *
- * - `part=value` → the `@Attempt` key of that part: the value normalised (`normalizeIdentity`) and hashed
+ * - `part=value` → the `@Attempt` key of that part: the value normalised (`normalizeIdentity`;
+ *   as given with `--exact`, for parts with `normalize: false`) and hashed
  *   (HMAC with `REDLIMIT_KEY_SECRET` when set); `ip=` values are grouped like client IPs;
  * - `--route 'Controller.method /template'` with `--ip ADDRESS` → the default `@Throttle` key;
  * - `--key KEY` → used as given (key functions, direct `Limiter` calls).
@@ -29,7 +30,7 @@ export interface CliKey {
  * // [{ input: 'email=Alice@Example.com', key: 'email:…' }], the key @Attempt(['email']) charges
  */
 export function callerKeys(args: CliArgs, config: CliConfig): CliKey[] {
-  const keys: CliKey[] = args.parts.map((part) => partKey(part, config));
+  const keys: CliKey[] = args.parts.map((part) => partKey(part, config, args.exact));
   keys.push(...throttleKeys(args, config));
   for (const key of args.rawKeys) {
     if (key.trim() === '') throw usageError('--key needs a non-empty caller key');
@@ -44,7 +45,7 @@ export function callerKeys(args: CliArgs, config: CliConfig): CliKey[] {
   return keys;
 }
 
-function partKey(input: string, config: CliConfig): CliKey {
+function partKey(input: string, config: CliConfig, exact: boolean): CliKey {
   const eq = input.indexOf('=');
   if (eq < 0) {
     throw usageError(
@@ -64,7 +65,8 @@ function partKey(input: string, config: CliConfig): CliKey {
     );
   }
   const hashed = name === 'ip' ? clientIp(input, value, config) : value;
-  return { input, key: attemptKey(name, hashed, config.keySecret) };
+  const normalize = name === 'ip' || !exact;
+  return { input, key: attemptKey(name, hashed, config.keySecret, { normalize }) };
 }
 
 function throttleKeys(args: CliArgs, config: CliConfig): CliKey[] {

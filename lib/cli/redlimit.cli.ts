@@ -36,6 +36,7 @@ Commands:
 Keys:
   part=value               an @Attempt part, normalised and hashed as the app does:
                            email=alice@example.com  ip=203.0.113.7  user=42
+                           (--exact: hashed as typed, for parts with normalize: false)
   --route 'Controller.method /path' --ip ADDRESS
                            the default @Throttle key: handler, route template and client IP
                            (--ip may repeat), e.g. --route 'LinksController.create /links' --ip 203.0.113.7
@@ -43,6 +44,7 @@ Keys:
 
 Options:
   --json                   machine-readable output
+  --exact                  part=value values are not normalised (parts with normalize: false)
   --redis URL              instead of REDLIMIT_REDIS_URL / REDIS_URL
   --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
