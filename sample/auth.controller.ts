@@ -1,4 +1,12 @@
-import { Body, Controller, ForbiddenException, HttpCode, Post, Req } from '@nestjs/common';
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  ForbiddenException,
+  HttpCode,
+  Post,
+  Req,
+} from '@nestjs/common';
 import { Attempt, canonicalIp, groupIp, LimiterRegistry, RedlimitHttp } from '../lib/nest';
 import { AuthService } from './auth.service';
 
@@ -50,7 +58,7 @@ export class AuthController {
       keys.push(['email', this.http.attemptKey('email', body.email)]);
     const ip = typeof body?.ip === 'string' ? canonicalIp(body.ip) : undefined;
     if (ip !== undefined) keys.push(['ip', this.http.attemptKey('ip', groupIp(ip, 64))]);
-    if (keys.length === 0) throw new ForbiddenException('give an email, an ip, or both');
+    if (keys.length === 0) throw new BadRequestException('give an email, an ip, or both');
     await this.limits.get('sign-in').reset(keys.map(([, key]) => key));
     return { unlocked: keys.map(([part]) => part) };
   }
