@@ -87,10 +87,5 @@ export function backends(specName: string, { uncoalesced = false } = {}): Backen
     name: 'memory',
     store: (clock) => new MemoryStore(clock ? { clock: clock.read } : {}),
   };
-  return [
-    redis,
-    ...(uncoalesced ? [redisUncoalesced] : []),
-    ...(nodes ? [onCluster] : []),
-    memory,
-  ];
+  return [redis, ...(uncoalesced ? [redisUncoalesced] : []), ...(nodes ? [onCluster] : []), memory];
 }
