@@ -132,6 +132,13 @@ export class RedisStore implements Store {
   private inFlight = 0;
   /** Decisions waiting for the end of this event-loop turn. */
   private queued: Queued[] = [];
+  /**
+   * Cluster: per slot, the turn of the latest operation that has not yet sent its part there (or,
+   * for a cross-slot spend, not yet finished: it charges slot group by slot group and compensates
+   * when a later group refuses). Operations issued after it on a shared slot wait for that turn,
+   * so each slot sees issue order and no tentative charge of this store's own calls.
+   */
+  private readonly slotTurns = new Map<number, Promise<void>>();
 
   constructor(options: RedisStoreOptions) {
     const client = options?.client;
@@ -160,7 +167,11 @@ export class RedisStore implements Store {
 
   consume(request: SpendRequest): Promise<SpendResult> {
     return this.inOrder(request.deadlineAt, async () => {
-      if (!this.spansSlots(request)) return this.enqueue(request, true, nextSpendId());
+      if (!this.cluster) return this.enqueue(request, true, nextSpendId());
+      const groups = this.slotGroups(request);
+      if (groups.length === 1) {
+        return this.whenSlotsFree(groups, () => this.decide(request, true, nextSpendId()));
+      }
       // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
       return (await this.spendStack([request])).results[0]!;
     });
@@ -168,7 +179,9 @@ export class RedisStore implements Store {
 
   peek(request: SpendRequest): Promise<SpendResult> {
     return this.inOrder(undefined, async () => {
-      if (!this.spansSlots(request)) return this.enqueue(request, false);
+      if (!this.cluster) return this.enqueue(request, false);
+      const groups = this.slotGroups(request);
+      if (groups.length === 1) return this.whenSlotsFree(groups, () => this.decide(request, false));
       return (await this.peekAll([request])).results[0]!;
     });
   }
@@ -184,12 +197,15 @@ export class RedisStore implements Store {
   refund(request: RefundRequest): Promise<void> {
     return this.inOrder(undefined, async () => {
       this.flush(); // decisions queued before this refund go first
-      await Promise.all(
-        this.slotGroups(request).map((indices) => {
-          const at = request.atByKey?.[indices[0]!] ?? request.at;
-          const marks = request.resetMarks && indices.map((i) => request.resetMarks![i]!);
-          return this.refundPart(part(request, indices), at, request.spendId, marks);
-        }),
+      const groups = this.slotGroups(request);
+      await this.whenSlotsFree(groups, () =>
+        Promise.all(
+          groups.map(([, indices]) => {
+            const at = request.atByKey?.[indices[0]!] ?? request.at;
+            const marks = request.resetMarks && indices.map((i) => request.resetMarks![i]!);
+            return this.refundPart(part(request, indices), at, request.spendId, marks);
+          }),
+        ),
       );
     });
   }
@@ -198,25 +214,28 @@ export class RedisStore implements Store {
     return this.inOrder(undefined, async () => {
       this.flush(); // decisions queued before this reset go first
       const lifetime = stateLifetimeMs(request.algorithm, request.limits);
-      await Promise.all(
-        this.slotGroups(request).map((indices) => {
-          const { keys } = part(request, indices);
-          const declared = storageKeysWithLedgers(
-            this.prefix,
-            keys,
-            request.policy,
-            request.limits.length,
-          );
-          return this.run('reset/reset', declared, [
-            this.now(),
-            this.expiryOffsetMs,
-            '',
-            '',
-            '',
-            lifetime,
-            request.limits.length,
-          ]);
-        }),
+      const groups = this.slotGroups(request);
+      await this.whenSlotsFree(groups, () =>
+        Promise.all(
+          groups.map(([, indices]) => {
+            const { keys } = part(request, indices);
+            const declared = storageKeysWithLedgers(
+              this.prefix,
+              keys,
+              request.policy,
+              request.limits.length,
+            );
+            return this.run('reset/reset', declared, [
+              this.now(),
+              this.expiryOffsetMs,
+              '',
+              '',
+              '',
+              lifetime,
+              request.limits.length,
+            ]);
+          }),
+        ),
       );
     });
   }
@@ -264,30 +283,44 @@ export class RedisStore implements Store {
     this.flush(); // decisions queued before this stack go first
     const spendId = nextSpendId();
     const groups = this.stackGroups(requests);
-    if (groups.length === 1) return this.decideStack(requests, true, spendId);
+    if (groups.length === 1) {
+      return this.whenSlotsFree(groups, () => this.decideStack(requests, true, spendId));
+    }
+    // Every slot is claimed now, in issue order, and held until the call is over (compensation
+    // included): operations issued after it never see its tentative charges.
+    const turns = groups.map(([slot]) => this.claim(slot));
+    const inTurn = async <T>(g: number, send: () => Promise<T>): Promise<T> => {
+      await turns[g]!.before;
+      return send();
+    };
     const charged: Array<{ group: StackGroup; results: readonly GroupResult[] }> = [];
-    for (const [g, group] of groups.entries()) {
-      let answer;
-      try {
-        answer = await this.decideStack(narrow(requests, group), true, spendId);
-      } catch (error) {
-        await this.compensateStack(requests, charged, spendId);
-        throw error;
+    try {
+      for (const [g, [, group]] of groups.entries()) {
+        let answer;
+        try {
+          answer = await inTurn(g, () => this.decideStack(narrow(requests, group), true, spendId));
+        } catch (error) {
+          await this.compensateStack(requests, charged, spendId);
+          throw error;
+        }
+        const { results } = answer;
+        if (!answer.allowed) {
+          await this.compensateStack(requests, charged, spendId);
+          // Peeks that fail are left out: the refusal stands, its Retry-After a lower bound.
+          const peeks = await settled(
+            groups.slice(g + 1).map(async ([, rest], n) => ({
+              group: rest,
+              results: (
+                await inTurn(g + 1 + n, () => this.decideStack(narrow(requests, rest), false))
+              ).results,
+            })),
+          );
+          return mergeStack(requests, [...charged, { group, results }, ...peeks], false);
+        }
+        charged.push({ group, results });
       }
-      const { results } = answer;
-      if (!answer.allowed) {
-        await this.compensateStack(requests, charged, spendId);
-        const later = groups.slice(g + 1);
-        // Peeks that fail are left out: the refusal stands, its Retry-After a lower bound.
-        const peeks = await settled(
-          later.map(async (rest) => ({
-            group: rest,
-            results: (await this.decideStack(narrow(requests, rest), false)).results,
-          })),
-        );
-        return mergeStack(requests, [...charged, { group, results }, ...peeks], false);
-      }
-      charged.push({ group, results });
+    } finally {
+      for (const turn of turns) turn.release();
     }
     const merged = mergeStack(requests, charged, true);
     return { ...merged, results: merged.results.map((r) => ({ ...r, spendId })) };
@@ -296,12 +329,16 @@ export class RedisStore implements Store {
   private async peekAll(requests: readonly SpendRequest[]): Promise<StackResult> {
     this.flush();
     const groups = this.stackGroups(requests);
-    if (groups.length === 1) return this.decideStack(requests, false);
-    const parts = await Promise.all(
-      groups.map(async (group) => ({
-        group,
-        results: (await this.decideStack(narrow(requests, group), false)).results,
-      })),
+    if (groups.length === 1) {
+      return this.whenSlotsFree(groups, () => this.decideStack(requests, false));
+    }
+    const parts = await this.whenSlotsFree(groups, () =>
+      Promise.all(
+        groups.map(async ([, group]) => ({
+          group,
+          results: (await this.decideStack(narrow(requests, group), false)).results,
+        })),
+      ),
     );
     return mergeStack(
       requests,
@@ -310,20 +347,55 @@ export class RedisStore implements Store {
     );
   }
 
-  /** Whether the request's keys may live in several slots (checked without allocating). */
-  private spansSlots(request: { readonly keys: readonly string[] }): boolean {
-    return this.cluster && request.keys.length > 1;
+  /**
+   * Cluster: claims `slot` for one part of an operation. `before` (absent when nothing waits)
+   * settles once every operation issued earlier on that slot is done with it; call `release` once
+   * this one is (again is harmless).
+   */
+  private claim(slot: number): { before?: Promise<void>; release: () => void } {
+    const before = this.slotTurns.get(slot);
+    let done!: () => void;
+    const turn = new Promise<void>((resolve) => (done = resolve));
+    this.slotTurns.set(slot, turn);
+    const release = () => {
+      if (this.slotTurns.get(slot) === turn) this.slotTurns.delete(slot);
+      done();
+    };
+    return before ? { before, release } : { release };
+  }
+
+  /**
+   * Runs `send` (which sends every part synchronously, before its first await) once every part
+   * issued earlier on these slots has been sent: at once when none waits, as always off Cluster.
+   */
+  private whenSlotsFree<T>(
+    groups: ReadonlyArray<readonly [number, unknown]>,
+    send: () => Promise<T>,
+  ): Promise<T> {
+    if (!this.cluster) return send();
+    const claims = groups.map(([slot]) => this.claim(slot));
+    const sendNow = () => {
+      try {
+        return send();
+      } finally {
+        for (const claim of claims) claim.release();
+      }
+    };
+    const waits = claims.flatMap(({ before }) => (before ? [before] : []));
+    return waits.length === 0 ? sendNow() : Promise.all(waits).then(sendNow);
   }
 
   /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
-  private slotGroups(request: SlotRequest): readonly (readonly number[])[] {
-    return this.stackGroups([request]).map(([indices]) => indices!);
+  private slotGroups(request: SlotRequest): Array<[slot: number, indices: readonly number[]]> {
+    return this.stackGroups([request]).map(([slot, [indices]]) => [slot, indices!]);
   }
 
-  /** Every (request, key) of a stack grouped by Cluster slot, in slot order (one group otherwise). */
-  private stackGroups(requests: readonly SlotRequest[]): StackGroup[] {
-    const all = requests.map((r) => r.keys.map((_, i) => i));
-    if (!this.cluster) return [all];
+  /**
+   * Every (request, key) of a stack grouped by Cluster slot, in slot order, with its slot (one
+   * group, slot -1, off Cluster).
+   */
+  private stackGroups(requests: readonly SlotRequest[]): Array<[slot: number, group: StackGroup]> {
+    if (!this.cluster) return [[-1, requests.map((r) => r.keys.map((_, i) => i))]];
     const bySlot = new Map<number, number[][]>();
     requests.forEach((request, r) =>
       request.keys.forEach((key, i) => {
@@ -333,7 +405,7 @@ export class RedisStore implements Store {
         group[r]!.push(i);
       }),
     );
-    return [...bySlot.entries()].sort(([a], [b]) => a - b).map(([, group]) => group);
+    return [...bySlot.entries()].sort(([a], [b]) => a - b);
   }
 
   private async compensateStack(

@@ -1,4 +1,5 @@
-import { type Algorithm, ALGORITHMS, Limiter, type Store } from '../../lib';
+import { type Algorithm, ALGORITHMS, Limiter, RedisStore, type Store, storageKey } from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
 /**
@@ -81,4 +82,27 @@ describe.each(stores)('$name store: operations take effect in issue order', (bac
       ]);
     });
   });
+});
+
+describe('cluster store: a cross-slot spend is not overtaken on its later slots', () => {
+  const onCluster = stores.find((b) => b.name === 'cluster');
+  (onCluster ? it.each(ALGORITHMS) : it.skip.each(ALGORITHMS))(
+    '%s: a reset and a consume issued after it wait for its later slot group',
+    async (algorithm) => {
+      const store = onCluster!.store(new TestClock()) as RedisStore;
+      const limiter = new Limiter(store, policy(algorithm));
+      const slot = (key: string) => clusterSlot(storageKey(store.prefix, key, 'order', 0));
+      const [first, later] = ['ip:203.0.113.7', 'email:5f4dcc3b5aa765d6'].sort(
+        (a, b) => slot(a) - slot(b),
+      );
+      const spent = limiter.consume([first!, later!]);
+      const reset = limiter.reset(later!); // must clear the later group's spend too
+      const next = limiter.consume(later!);
+      expect((await spent).allowed).toBe(true);
+      await reset;
+      expect((await next).remaining).toBe(1);
+      expect(await limiter.peek(later!)).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await limiter.peek(first!)).toMatchObject({ allowed: true, remaining: 0 });
+    },
+  );
 });

@@ -14,6 +14,10 @@ export interface ModelSpend {
   cost: number;
   at: number;
   refunded: boolean;
+  /** The keys it still weighs on (a reset or a refund takes keys off). */
+  live: Set<string>;
+  /** Per key, how many resets it had seen when the spend happened. */
+  resetsSeen: Map<string, number>;
 }
 
 /** A bucket's level, written as the time its backlog drains to zero (rationals kept exact). */
@@ -38,12 +42,28 @@ interface Bucket {
  */
 export class ReferenceModel {
   private readonly log: ModelSpend[] = [];
-  private readonly buckets = new Map<string, Bucket>();
+  private buckets = new Map<string, Bucket>();
+  private readonly resets = new Map<string, number>();
 
+  /**
+   * @param waits false: leave retryAfterMs and resetAfterMs at 0 (they are found by stepping the
+   *   clock one ms at a time: too slow for windows of days)
+   */
   constructor(
     private readonly algorithm: Algorithm,
     private readonly limits: readonly LimitRule[],
+    private readonly waits = true,
   ) {}
+
+  /** What consume would decide now (its `remaining` and `resetAfterMs` as if spent); changes nothing. */
+  peek(keys: string[], cost: number, now: number): ModelDecision {
+    const logLength = this.log.length;
+    const buckets = new Map([...this.buckets].map(([id, bucket]) => [id, { ...bucket }]));
+    const { decision } = this.consume(keys, cost, now);
+    this.log.length = logLength;
+    this.buckets = buckets;
+    return decision;
+  }
 
   consume(
     keys: string[],
@@ -54,7 +74,14 @@ export class ReferenceModel {
     const allowed = this.fits(keySet, cost, now);
     let spend: ModelSpend | undefined;
     if (allowed) {
-      spend = { keys: keySet, cost, at: now, refunded: false };
+      spend = {
+        keys: keySet,
+        cost,
+        at: now,
+        refunded: false,
+        live: new Set(keySet),
+        resetsSeen: new Map(keySet.map((key) => [key, this.resets.get(key) ?? 0])),
+      };
       this.log.push(spend);
       if (this.isBucket()) for (const key of keySet) this.spendBucket(key, cost, now);
     }
@@ -76,17 +103,33 @@ export class ReferenceModel {
     };
   }
 
+  /** An admin reset: the keys' state is gone; spends before it refund nothing on those keys. */
+  reset(keys: string[]): void {
+    for (const key of new Set(keys)) {
+      this.resets.set(key, (this.resets.get(key) ?? 0) + 1);
+      for (const spend of this.log) spend.live.delete(key);
+      this.limits.forEach((_, l) => this.buckets.delete(`${key}/${l}`));
+    }
+  }
+
   refund(spend: ModelSpend, now: number): void {
     if (spend.refunded) return;
     spend.refunded = true;
-    if (!this.isBucket()) return; // the log simply stops counting it
+    // Only on keys not reset since the spend.
+    const keys = spend.keys.filter(
+      (key) => spend.resetsSeen.get(key) === (this.resets.get(key) ?? 0),
+    );
+    if (!this.isBucket()) {
+      for (const key of keys) spend.live.delete(key); // the log simply stops counting it
+      return;
+    }
     // Older than the longest a bucket can stay busy: it weighs on nothing, or the store can no
     // longer tell how much (the safe side: nothing back).
     const lifetime = Math.max(
       ...this.limits.map((r) => Math.ceil((r.burst * r.windowMs) / r.limit)),
     );
     if (now - spend.at > lifetime) return;
-    for (const key of spend.keys) {
+    for (const key of keys) {
       this.limits.forEach((rule, l) => {
         const bucket = this.bucketAt(key, l, rule, now);
         if (!bucket || spend.at < bucket.busyStart) return; // full since the spend: nothing back
@@ -143,8 +186,7 @@ export class ReferenceModel {
 
   private sum(key: string, counted: (at: number) => boolean): number {
     let units = 0;
-    for (const s of this.log)
-      if (!s.refunded && s.keys.includes(key) && counted(s.at)) units += s.cost;
+    for (const s of this.log) if (s.live.has(key) && counted(s.at)) units += s.cost;
     return units;
   }
 
@@ -190,6 +232,7 @@ export class ReferenceModel {
   }
 
   private firstInstant(ok: (t: number) => boolean, now: number, from = 1): number {
+    if (!this.waits) return 0;
     const horizon =
       3 * Math.max(...this.limits.map((r) => Math.ceil((r.burst / r.limit) * r.windowMs)));
     for (let d = from; d <= horizon; d++) if (ok(now + d)) return d;
