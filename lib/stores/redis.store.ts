@@ -298,7 +298,9 @@ export class RedisStore implements Store {
       for (const [g, [, group]] of groups.entries()) {
         let answer;
         try {
-          answer = await inTurn(g, () => this.decideStack(narrow(requests, group), true, spendId));
+          answer = await inTurn(g, () =>
+            this.decideStack(narrow(requests, group), true, spendId, true),
+          );
         } catch (error) {
           await this.compensateStack(requests, charged, spendId);
           throw error;
@@ -621,11 +623,15 @@ export class RedisStore implements Store {
     throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
   }
 
-  /** One stack/consume run over the requests (all in one slot on Cluster). */
+  /**
+   * One stack/consume run over the requests (all in one slot on Cluster). `compensable`: one slot
+   * group of a cross-slot spend, which a later group's refusal may make us refund.
+   */
   private async decideStack(
     requests: readonly SpendRequest[],
     spend: boolean,
     spendId?: string,
+    compensable = false,
     retried = false,
   ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
     const deadlineAt = earliest(requests);
@@ -634,7 +640,7 @@ export class RedisStore implements Store {
     const args: Array<string | number> = [
       this.now(),
       this.expiryOffsetMs,
-      0,
+      compensable ? '1' : '0',
       spend ? '1' : '0',
       spendId ?? '',
       deadline,
@@ -654,7 +660,7 @@ export class RedisStore implements Store {
     const reply = (await this.run('stack/consume', keys, args)) as number[];
     if (reply[0] === -1) {
       this.lateReply(reply[1]!, sentAt, monotonicNow(), deadlineAt, retried);
-      return this.decideStack(requests, spend, spendId, true);
+      return this.decideStack(requests, spend, spendId, compensable, true);
     }
     const allowed = reply[0] === 1;
     const at = reply[3]!;

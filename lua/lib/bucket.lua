@@ -14,9 +14,20 @@ State (through the including script's decode/encode), a table:
 
 A refund of `cost` spent at `at` gives back nothing if the bucket has been full since `at`; else
 min(cost, b) units if it is the latest spend, which is exactly what removing it from history would
-give back, and then m and lastAt are restored as if it had never happened (so a refused call that
-was compensated on Cluster leaves no trace); and min(cost, b, m) for an earlier spend, never more
-than removing it would give back (possibly less).
+give back, and then m and lastAt are restored as if it had never happened; and min(cost, b, m) for
+an earlier spend, never more than removing it would give back (possibly less).
+
+Compensations (Cluster) are exact whatever is spent in between. Removing spend V from history gives
+back min(cost, b, the lowest backlog at any point after V): every later point drops by as much,
+never below zero. A slot group of a cross-slot spend (`compensable`) therefore stays `pending` in
+the state until its call's deadline + PENDING_GRACE: {id, at, seg, expires}, oldest first, where
+`seg` is the lowest backlog just before any spend after that entry and up to the next entry (-1:
+none yet). The lowest point after entry k is the least `seg` from k on, and b; removing k lowers
+those segments by what it gave back and merges its own into the previous one, so the others stay
+exact too. At most PENDING_CAP entries (the oldest goes first); a compensation whose entry is gone
+(more than PENDING_CAP cross-slot spends pending on one key, or a reply later than the grace), or
+after a refund of a later spend lowered its segment by a bound, falls back to the refund rule:
+never more than exact.
 
 Requires decode(raw, capacity, limit) -> state or nil  and  encode(state, capacity, limit).
 ]]
@@ -33,7 +44,43 @@ local function ceilDiv(x, y)
   return q
 end
 
-local EMPTY = { b = 0, busyStart = -1, m = -1, lastAt = -1, prevM = -1, prevLastAt = -1 }
+local EMPTY = { b = 0, busyStart = -1, m = -1, lastAt = -1, prevM = -1, prevLastAt = -1, pending = {} }
+local PENDING_CAP = 16
+local PENDING_GRACE = 1000 -- ms a compensation may reach Redis after its call's deadline
+
+-- The lower of two segment minimums (-1: none).
+local function lowest(a, b)
+  if a < 0 then return b end
+  if b < 0 or a < b then return a end
+  return b
+end
+
+-- Removes entry k, its segment merged into the previous one (whose points it continues).
+local function removePending(list, k)
+  if k > 1 then list[k - 1].seg = lowest(list[k - 1].seg, list[k].seg) end
+  table.remove(list, k)
+end
+
+-- The entries of state s still open at `now` (a new list; s may be EMPTY).
+local function openPending(s)
+  local list = {}
+  for _, e in ipairs(s.pending) do list[#list + 1] = e end
+  local k = 1
+  while k <= #list do
+    if list[k].expires < now then removePending(list, k) else k = k + 1 end
+  end
+  return list
+end
+
+-- Lowers the segments a spend at `at` precedes (wholly, or in part: then a bound) by `back`.
+local function lowerAfter(list, at, back)
+  for k = 1, #list do
+    local nextAt = list[k + 1] and list[k + 1].at
+    if (not nextAt or nextAt >= at) and list[k].seg >= 0 then
+      list[k].seg = math.max(0, list[k].seg - back)
+    end
+  end
+end
 
 local function load(key, limit, window, burst)
   local capacity = burst * window
@@ -78,6 +125,15 @@ local function commit(key, ev, limit)
     next.busyStart = s.busyStart
     next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
   end
+  local pending = openPending(s) -- (none once the bucket was full: the period is over)
+  local last = pending[#pending]
+  if last then last.seg = lowest(last.seg, s.b) end -- this spend's point, after every entry
+  if compensable then
+    local deadline = tonumber(ARGV[6]) or now
+    pending[#pending + 1] = { id = spendId, at = now, seg = -1, expires = deadline + PENDING_GRACE }
+    if #pending > PENDING_CAP then removePending(pending, 1) end
+  end
+  next.pending = pending
   store(key, next, ev.capacity, limit)
 end
 
@@ -86,9 +142,27 @@ local function refund(key, limit, window, burst, at)
   if s.b == 0 or at < s.busyStart then return 0 end
   local back = math.min(cost * window, s.b)
   local latest = at == s.lastAt -- (not >=: after the clock stepped back, a later `at` is no proof)
-  if not latest and s.m >= 0 then back = math.min(back, s.m) end
+  local pending = openPending(s)
+  local entry
+  if tonumber(ARGV[6]) < 0 then -- a compensation: its entry knows the lowest point since
+    for k, e in ipairs(pending) do if e.id == spendId then entry = k end end
+  end
+  if entry then
+    for k = entry, #pending do back = lowest(back, pending[k].seg) end
+  elseif not latest and s.m >= 0 then
+    back = math.min(back, s.m)
+  end
   if back <= 0 then return 0 end
-  local next = { b = s.b - back, busyStart = s.busyStart }
+  if entry then
+    -- Exactly the points after it drop; its segment joins the previous one.
+    for k = entry, #pending do
+      if pending[k].seg >= 0 then pending[k].seg = pending[k].seg - back end
+    end
+    removePending(pending, entry)
+  else
+    lowerAfter(pending, at, back)
+  end
+  local next = { b = s.b - back, busyStart = s.busyStart, pending = pending }
   if latest then
     -- As if it never happened: the running minimum and latest spend from before it.
     next.m, next.lastAt = s.prevM, s.prevLastAt

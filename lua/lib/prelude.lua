@@ -17,3 +17,6 @@ end
 local offset = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 local spendId = ARGV[5]
+-- Set by lib/stack-frame.lua when this run is one slot group of a cross-slot spend on Cluster,
+-- which may be compensated (see lib/bucket.lua).
+local compensable = false

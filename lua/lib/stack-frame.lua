@@ -8,7 +8,8 @@ KEYS   part after part; within a part, as in lib/consume-frame.lua: KEYS[base_p 
        is caller key k of part p under its limit l, then its K_p ledgers
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
-       [3] unused (each part carries its cost)
+       [3] '1' when this is one slot group of a cross-slot spend (Cluster), which may be
+           compensated: buckets then keep what makes that exact (see lib/bucket.lua); else '0'
        [4] mode: '1' spend, '0' peek (write nothing)
        [5] spend id, shared by the parts (their stored keys differ), or ''
        [6] deadline: ms on the same clock as now, or '' for none
@@ -26,6 +27,7 @@ Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first
 if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
 local spend = ARGV[4] == '1'
+compensable = spend and ARGV[3] == '1'
 local partCount = tonumber(ARGV[7])
 local parts = {}
 local j, base = 8, 0

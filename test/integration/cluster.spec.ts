@@ -1,5 +1,12 @@
 import { Cluster } from 'ioredis';
-import { ALGORITHMS, type Decision, Limiter, RedisStore, storageKey } from '../../lib';
+import {
+  type Algorithm,
+  ALGORITHMS,
+  type Decision,
+  Limiter,
+  RedisStore,
+  storageKey,
+} from '../../lib';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { startRedisCluster, type StartedRedisCluster } from '../support/cluster';
 import { clusterNodes } from '../support/cluster-handle';
@@ -207,3 +214,169 @@ describeOnCluster('Redis Cluster failover', () => {
     await client.quit();
   }, 60_000);
 });
+
+describeOnCluster(
+  'Redis Cluster: a compensated refusal costs nothing, whatever runs in between',
+  () => {
+    let victimClient: Cluster;
+    let otherClient: Cluster;
+    beforeAll(async () => {
+      const connect = async () => {
+        const client = new Cluster(nodes!, { redisOptions: { maxRetriesPerRequest: 2 } });
+        await new Promise((resolve) => client.once('ready', resolve));
+        return client;
+      };
+      victimClient = await connect();
+      otherClient = await connect();
+    });
+    afterAll(async () => {
+      await victimClient.quit();
+      await otherClient.quit();
+    });
+
+    /**
+     * The victim's client, with a hook: `between()` runs after its first slot group answered and
+     * before its second is sent (other processes at work on the same keys meanwhile).
+     */
+    function interleaved(between: () => Promise<unknown>, client = victimClient): Cluster {
+      let groups = 0;
+      return new Proxy(client, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop !== 'redlimit_stack_consume' || typeof value !== 'function') return value;
+          return async (...args: unknown[]) => {
+            if (groups++ === 1) await between();
+            return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          };
+        },
+      });
+    }
+
+    /**
+     * A key pair in slot order, and a process (`other`) sharing the victim's prefix next to a
+     * control process on a prefix of its own: the control does what `other` does, without the
+     * victim's refused call. The first key has a busy period whose lowest point is low, and more
+     * backlog since; the later key is exhausted, so the victim's call is refused there.
+     */
+    async function setup(algorithm: Algorithm) {
+      const clock = new TestClock();
+      const prefix = uniquePrefix('between');
+      const policy = { name: 'p', algorithm, limit: 10, window: 1_000 };
+      const on = (client: Cluster, at: string) =>
+        new Limiter(new RedisStore({ client, prefix: at, clock: clock.read }), policy);
+      const other = on(otherClient, prefix);
+      const control = on(otherClient, uniquePrefix('control'));
+      const slot = (key: string) => clusterSlot(storageKey(prefix, key, 'p', 0));
+      const [first, later] = [IP, EMAIL].sort((a, b) => slot(a) - slot(b)) as [string, string];
+      for (const limiter of [other, control]) {
+        await limiter.consume(first);
+        await limiter.consume(later, { cost: 10 });
+      }
+      clock.advance(99);
+      for (const limiter of [other, control]) await limiter.consume(first);
+      /** `later` left with no room, so the next cross-slot call is refused there. */
+      const exhaust = async () => {
+        while ((await other.consume(later)).allowed);
+      };
+      const victim = (between: () => Promise<unknown>) =>
+        on(
+          interleaved(async () => {
+            await between();
+            await exhaust();
+          }),
+          prefix,
+        ).consume([first, later], { cost: 3 });
+      /** Another process's cross-slot call, refused by `later`, with its own `between`. */
+      const crossing = async (between: () => Promise<unknown>) => {
+        await exhaust();
+        return on(interleaved(between, otherClient), prefix).consume([first, later], { cost: 2 });
+      };
+      const same = async () =>
+        expect(await other.peek(first, { cost: 1 })).toEqual({
+          ...(await control.peek(first, { cost: 1 })),
+          receipt: expect.anything() as unknown,
+        });
+      return { clock, other, control, first, later, victim, crossing, same };
+    }
+
+    // Gaps of 1 ms leave the victim's units whole; 150 ms drain part of them first.
+    const cases = ALGORITHMS.flatMap((algorithm) =>
+      [1, 150].map((gap) => [algorithm, gap] as const),
+    );
+
+    it.each(cases)(
+      '%s: another process spends on the first slot group between the victim’s two groups (gaps of %i ms)',
+      async (algorithm, gap) => {
+        const { clock, other, control, first, victim, same } = await setup(algorithm);
+        const refused = await victim(async () => {
+          clock.advance(gap);
+          await other.consume(first);
+        });
+        expect(refused.allowed).toBe(false);
+        await control.consume(first); // what `other` did, at the same instant
+        await same();
+      },
+    );
+
+    it.each(cases)(
+      '%s: another cross-slot call is charged and compensated in between, and spends follow (gaps of %i ms)',
+      async (algorithm, gap) => {
+        const { clock, other, control, first, victim, crossing, same } = await setup(algorithm);
+        const refused = await victim(async () => {
+          clock.advance(gap);
+          expect((await crossing(() => Promise.resolve())).allowed).toBe(false);
+          clock.advance(gap);
+          await other.consume(first, { cost: 2 });
+        });
+        expect(refused.allowed).toBe(false);
+        await control.consume(first, { cost: 2 }); // at the same instant as `other`'s spend
+        await same();
+      },
+    );
+
+    it.each(cases)(
+      '%s: another cross-slot call is pending in between, with a spend inside it (gaps of %i ms)',
+      async (algorithm, gap) => {
+        const { clock, other, control, first, victim, crossing, same } = await setup(algorithm);
+        const refused = await victim(async () => {
+          clock.advance(gap);
+          const its = await crossing(async () => {
+            clock.advance(gap);
+            await other.consume(first);
+          });
+          expect(its.allowed).toBe(false);
+        });
+        expect(refused.allowed).toBe(false);
+        await control.consume(first); // the spend inside both calls, at the same instant
+        await same();
+      },
+    );
+
+    it('a bucket keeps at most 16 cross-slot spends open to compensation, until their deadline', async () => {
+      const clock = new TestClock();
+      const store = new RedisStore({
+        client: otherClient,
+        prefix: uniquePrefix('cap'),
+        clock: clock.read,
+      });
+      const limiter = new Limiter(
+        store,
+        { name: 'p', algorithm: 'token-bucket', limit: 1_000, window: 1_000 },
+        { timeoutMs: 500 },
+      );
+      const slot = (key: string) => clusterSlot(storageKey(store.prefix, key, 'p', 0));
+      const [first, later] = [IP, EMAIL].sort((a, b) => slot(a) - slot(b)) as [string, string];
+      const open = async () => {
+        const raw = (await otherClient.get(storageKey(store.prefix, first, 'p', 0))) ?? '';
+        return raw.split(':')[7]?.split(',').length ?? 0;
+      };
+      for (let i = 0; i < 20; i++) {
+        expect((await limiter.consume([first, later])).allowed).toBe(true);
+      }
+      expect(await open()).toBe(16);
+      clock.advance(500 + 1_000 + 1); // past their deadline and the grace
+      await limiter.consume(first);
+      expect(await open()).toBe(0);
+    });
+  },
+);
