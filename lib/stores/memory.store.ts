@@ -34,7 +34,19 @@ export interface MemoryStoreOptions {
   readonly clock?: () => number;
   /** How often, at most, a write sweeps out expired state. Default 10 000 ms. */
   readonly sweepIntervalMs?: number;
+  /**
+   * Most entries kept (one per caller key and limit with state, plus one refund ledger per caller
+   * key that was refunded or reset). Default 100 000 (about 36 MB of heap, measured with fixed
+   * window state, ~370 bytes an entry). When a write takes the store past it, the
+   * entries used longest ago (the oldest 1 %) are forgotten: their callers start again from a
+   * full budget. A consume uses every entry of its keys, refused or not, so a flood of new keys
+   * pushes out quiet callers before busy or locked-out ones; a flood of more than `maxKeys` keys
+   * within one window does reopen budgets (size it above the callers you expect in one window).
+   */
+  readonly maxKeys?: number;
 }
+
+const OPTIONS: ReadonlySet<string> = new Set(['clock', 'sweepIntervalMs', 'maxKeys']);
 
 interface Entry {
   value: unknown;
@@ -66,9 +78,17 @@ export class MemoryStore implements Store {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: () => number;
   private readonly sweepIntervalMs: number;
+  private readonly maxKeys: number;
   private nextSweepAt = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
+    for (const name of Object.keys(options ?? {})) {
+      if (!OPTIONS.has(name)) {
+        throw new TypeError(
+          `MemoryStore options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
+        );
+      }
+    }
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new TypeError('MemoryStore options.clock must be a function returning ms');
     }
@@ -76,8 +96,15 @@ export class MemoryStore implements Store {
     if (!Number.isFinite(sweep) || sweep < 0) {
       throw new RangeError(`MemoryStore options.sweepIntervalMs must be ≥ 0; got ${sweep}`);
     }
+    const maxKeys = options.maxKeys ?? 100_000;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new RangeError(
+        `MemoryStore options.maxKeys must be a whole number of at least 1; got ${String(maxKeys)}`,
+      );
+    }
     this.clock = options.clock ?? monotonicNow;
     this.sweepIntervalMs = sweep;
+    this.maxKeys = maxKeys;
   }
 
   /** Number of live entries (one per key and limit with state); for tests and metrics. */
@@ -119,12 +146,12 @@ export class MemoryStore implements Store {
         if (next === undefined) return;
         given = true;
         if (next === null) this.entries.delete(name);
-        else this.entries.set(name, { value: next.state, expiresAt: next.expiresAt });
+        else this.write(name, next.state, next.expiresAt);
       });
       if (given && request.spendId) {
         const marked = ledger ?? { refunded: new Map<string, number>() };
         remember(marked, request.spendId, request.at, now, lifetime);
-        this.entries.set(ledgerName, { value: marked, expiresAt: now + lifetime });
+        this.write(ledgerName, marked, now + lifetime);
       }
     }
     return Promise.resolve();
@@ -140,7 +167,7 @@ export class MemoryStore implements Store {
         refunded: new Map<string, number>(),
       };
       ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
-      this.entries.set(ledgerName, { value: ledger, expiresAt: now + lifetime });
+      this.write(ledgerName, ledger, now + lifetime);
     }
     return Promise.resolve();
   }
@@ -203,7 +230,9 @@ export class MemoryStore implements Store {
         resetAfterMs = Math.max(resetAfterMs, behind(evaluation.resetMs(allowed)));
         if (allowed && spend) {
           const { state, expiresAt } = evaluation.next();
-          this.entries.set(name, { value: state, expiresAt });
+          this.write(name, state, expiresAt);
+        } else if (spend) {
+          this.touch(name); // refused: still in use (a locked-out caller must stay locked out)
         }
       }
       return {
@@ -273,6 +302,30 @@ export class MemoryStore implements Store {
 
   private now(): number {
     return Math.floor(this.clock());
+  }
+
+  /**
+   * Stores an entry as the one used last (Map order is order of use), forgetting the oldest 1 %
+   * when that takes the store past `maxKeys` (in one pass: deleting from the front one at a time
+   * would walk over the holes it leaves every time).
+   */
+  private write(name: string, value: unknown, expiresAt: number): void {
+    this.entries.delete(name);
+    this.entries.set(name, { value, expiresAt });
+    if (this.entries.size <= this.maxKeys) return;
+    let forget = Math.ceil(this.maxKeys / 100);
+    for (const old of this.entries.keys()) {
+      this.entries.delete(old);
+      if (--forget === 0) break;
+    }
+  }
+
+  /** Marks an entry as used last, if there is one. */
+  private touch(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.entries.delete(name);
+    this.entries.set(name, entry);
   }
 
   /** Drops expired entries, at most once per sweep interval unless forced. */

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Limiter, MemoryStore } from '../../lib';
 import { TestClock } from '../support/backends';
 
@@ -52,5 +54,56 @@ describe('MemoryStore housekeeping', () => {
   it('rejects bad options', () => {
     expect(() => new MemoryStore({ clock: 5 as never })).toThrow(TypeError);
     expect(() => new MemoryStore({ sweepIntervalMs: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('MemoryStore under a flood of new keys', () => {
+  /** The heap in use after a full garbage collection. */
+  function heapAfterGc(): number {
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
+    return process.memoryUsage().heapUsed;
+  }
+
+  it('a million distinct keys: at most maxKeys entries (default 100 000), the heap under 64 MB more', async () => {
+    const store = new MemoryStore();
+    const limiter = new Limiter(store, {
+      name: 'flood',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    const before = heapAfterGc();
+    const { limits } = limiter.policy;
+    const request = { policy: 'flood', algorithm: 'fixed-window', limits, cost: 1 } as const;
+    for (let i = 0; i < 1_000_000; i++) await store.consume({ ...request, keys: [`flood:${i}`] });
+    expect(store.size).toBeLessThanOrEqual(100_000);
+    expect(heapAfterGc() - before).toBeLessThan(64 * 1024 * 1024);
+  }, 60_000);
+
+  it('forgets the state used longest ago first: a locked-out key stays locked out', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 100 });
+    const limiter = new Limiter(store, {
+      name: 'lru',
+      algorithm: 'fixed-window',
+      limit: 2,
+      window: '1h',
+    });
+    await limiter.consume('old');
+    await limiter.consume('hot');
+    for (let i = 0; i < 150; i++) {
+      await limiter.consume(`new:${i}`);
+      if (i % 50 === 0) await limiter.consume('hot'); // …used again (refused, too): it stays
+    }
+    expect(store.size).toBe(100);
+    expect((await limiter.peek('hot')).allowed).toBe(false); // its two spends are remembered
+    expect((await limiter.peek('old')).remaining).toBe(1); // forgotten: a full budget again
+  });
+
+  it('rejects a bad maxKeys and unknown options', () => {
+    expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(/maxKeys/);
+    expect(() => new MemoryStore({ maxKeys: 1.5 })).toThrow(/maxKeys/);
+    expect(() => new MemoryStore({ maxkeys: 10 } as never)).toThrow(/maxkeys/);
   });
 });
