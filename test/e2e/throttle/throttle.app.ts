@@ -2,7 +2,13 @@
 import { All, Controller, Get, Module, Param, Post, type Type, UseGuards } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
-import { RedlimitGuard, RedlimitModule, SkipThrottle, Throttle } from '../../../lib/nest';
+import {
+  RedisStore,
+  RedlimitGuard,
+  RedlimitModule,
+  SkipThrottle,
+  Throttle,
+} from '../../../lib/nest';
 
 const apiKey = (ctx: import('@nestjs/common').ExecutionContext): string =>
   `key:${String(ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-api-key'])}`;
@@ -136,12 +142,15 @@ export function throttleApp(
   client: Redis,
   prefix: string,
   headers?: 'ietf' | 'legacy' | 'both' | false,
+  clock?: () => number,
 ): Type {
   @Module({
     imports: [
       RedlimitModule.forRoot({
-        redis: { client },
-        prefix,
+        // With a clock, a store of its own on that clock: waits are known to the millisecond.
+        ...(clock
+          ? { store: new RedisStore({ client, prefix, clock }) }
+          : { redis: { client }, prefix }),
         ...(headers !== undefined && { headers }),
         policies: {
           two: { algorithm: 'sliding-window', limit: 2, window: '1m' },
