@@ -52,6 +52,8 @@ export interface RedisStoreOptions {
   readonly coalesce?: boolean;
 }
 
+const OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'clock', 'coalesce']);
+
 /**
  * Most decisions in one coalesced batch. Small enough that several batches are in flight at
  * once (Redis works on one while this process builds the next), large enough to save most of
@@ -144,6 +146,13 @@ export class RedisStore implements Store {
     const client = options?.client;
     if (!client || typeof (client as { defineCommand?: unknown }).defineCommand !== 'function') {
       throw new TypeError('RedisStore options.client must be an ioredis Redis or Cluster client');
+    }
+    for (const name of Object.keys(options)) {
+      if (!OPTIONS.has(name)) {
+        throw new TypeError(
+          `RedisStore options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
+        );
+      }
     }
     const prefix = options.prefix ?? 'rl:';
     if (typeof prefix !== 'string') {

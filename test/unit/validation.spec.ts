@@ -90,6 +90,11 @@ describe('RedisStore options', () => {
       { client: { defineCommand: () => 1 }, clock: 5 },
       /options\.clock/,
     ],
+    [
+      'an option it does not know',
+      { client: { defineCommand: () => 1 }, coalesced: false },
+      /options\.coalesced is not an option/,
+    ],
   ])('%s → TypeError', (_title, options, message) => {
     expect(() => new RedisStore(options as never)).toThrow(TypeError);
     expect(() => new RedisStore(options as never)).toThrow(message);
