@@ -175,6 +175,10 @@ export class RedisStore implements Store {
   }
 
   consume(request: SpendRequest): Promise<SpendResult> {
+    // The common case first, without a closure: nothing held, one node.
+    if (!this.cluster && this.canSend(request.deadlineAt)) {
+      return this.enqueue(request, true, nextSpendId());
+    }
     return this.inOrder(request.deadlineAt, async () => {
       if (!this.cluster) return this.enqueue(request, true, nextSpendId());
       const groups = this.slotGroups(request);
@@ -187,6 +191,7 @@ export class RedisStore implements Store {
   }
 
   peek(request: SpendRequest): Promise<SpendResult> {
+    if (!this.cluster && this.held === undefined) return this.enqueue(request, false);
     return this.inOrder(undefined, async () => {
       if (!this.cluster) return this.enqueue(request, false);
       const groups = this.slotGroups(request);
@@ -256,8 +261,7 @@ export class RedisStore implements Store {
    * spends fail with its error and the rest go ahead.
    */
   private inOrder<T>(deadlineAt: number | undefined, send: () => Promise<T>): Promise<T> {
-    const needsClock =
-      deadlineAt !== undefined && !this.clock && this.redisClock.value === undefined;
+    const needsClock = this.needsClock(deadlineAt);
     if (this.held === undefined) {
       if (!needsClock) return send();
       this.measureClock();
@@ -268,6 +272,16 @@ export class RedisStore implements Store {
         else send().then(resolve, reject);
       });
     });
+  }
+
+  /** Whether a spend with this deadline needs the Redis clock measured first. */
+  private needsClock(deadlineAt: number | undefined): boolean {
+    return deadlineAt !== undefined && !this.clock && this.redisClock.value === undefined;
+  }
+
+  /** Whether an operation (a spend with this deadline) may be sent now: nothing held or to hold. */
+  private canSend(deadlineAt: number | undefined): boolean {
+    return this.held === undefined && !this.needsClock(deadlineAt);
   }
 
   /** Measures the Redis clock (one TIME), then sends what was held meanwhile, in issue order. */

@@ -79,7 +79,13 @@ export function storageKeysWithLedgers(
   policy: string,
   limitCount: number,
 ): string[] {
-  const out = storageKeys(prefix, keys, policy, limitCount);
-  for (const key of keys) out.push(ledgerKey(prefix, key, policy));
+  const out: string[] = [];
+  const bases: string[] = [];
+  for (const key of keys) {
+    const base = `${prefix}{${hashTag(key)}}:${policy}:`;
+    bases.push(base);
+    for (let l = 0; l < limitCount; l++) out.push(base + l);
+  }
+  for (const base of bases) out.push(`${base}r`);
   return out;
 }
