@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { type Algorithm, ALGORITHMS, type Decision, Limiter, type LimitOptions } from '../../lib';
+import { ALGORITHMS, type Decision, Limiter } from '../../lib';
 import { backends, TestClock } from '../support/backends';
+import { limitsFor } from '../support/limits.arbitrary';
 import { type ModelDecision, type ModelSpend, ReferenceModel } from '../support/reference-model';
 
 const stores = backends('model');
@@ -30,19 +31,6 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     }),
   },
 );
-
-/** One or two limits; windows that do not divide evenly by the limit (7 per 700 ms, 3 per 1 s). */
-function limitsFor(algorithm: Algorithm): fc.Arbitrary<LimitOptions[]> {
-  const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
-  const limit = (min: number, max: number, window: number) =>
-    fc
-      .tuple(fc.integer({ min, max }), fc.integer({ min: 0, max: 2 }))
-      .map(([n, extra]) => ({ limit: n, window, ...(bucket && { burst: n + extra }) }));
-  return fc.oneof(
-    fc.constantFrom(700, 1_000).chain((window) => limit(2, 7, window).map((l) => [l])),
-    fc.tuple(limit(2, 3, 500), limit(4, 6, 1_500)).map(([short, long]) => [short, long]),
-  );
-}
 
 const binding = (d: Decision) => ({ limit: d.limit, windowMs: d.windowMs, blockedBy: d.blockedBy });
 

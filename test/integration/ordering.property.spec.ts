@@ -1,14 +1,8 @@
 import fc from 'fast-check';
-import {
-  type Algorithm,
-  ALGORITHMS,
-  type Decision,
-  Limiter,
-  type LimitOptions,
-  type Receipt,
-} from '../../lib';
+import { type Algorithm, ALGORITHMS, type Decision, Limiter, type Receipt } from '../../lib';
 import { stateLifetimeMs } from '../../lib/stores/state-lifetime.util';
 import { backends, TestClock } from '../support/backends';
+import { limitsFor } from '../support/limits.arbitrary';
 import { type ModelDecision, type ModelSpend, ReferenceModel } from '../support/reference-model';
 
 /**
@@ -86,18 +80,6 @@ const step: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
 );
-
-function limitsFor(algorithm: Algorithm): fc.Arbitrary<LimitOptions[]> {
-  const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
-  const limit = (min: number, max: number, window: number) =>
-    fc
-      .tuple(fc.integer({ min, max }), fc.integer({ min: 0, max: 2 }))
-      .map(([n, extra]) => ({ limit: n, window, ...(bucket && { burst: n + extra }) }));
-  return fc.oneof(
-    fc.constantFrom(700, 1_000).chain((window) => limit(2, 5, window).map((l) => [l])),
-    fc.tuple(limit(2, 3, 500), limit(4, 6, 1_500)).map(([short, long]) => [short, long]),
-  );
-}
 
 /** A spend picked from the end (0: the latest): recent spends are the interesting ones. */
 const recent = <T>(list: readonly T[], pick: number): T | undefined =>
@@ -179,7 +161,7 @@ describe.each(ALGORITHMS)(
   (algorithm) => {
     it('on every store, as on a model that applies them one by one', async () => {
       const property = fc.asyncProperty(
-        limitsFor(algorithm),
+        limitsFor(algorithm, 5),
         fc.array(step, { minLength: 3, maxLength: 25 }),
         async (limits, steps) => {
           const clock = new TestClock();
