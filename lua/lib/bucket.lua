@@ -44,7 +44,9 @@ local function ceilDiv(x, y)
   return q
 end
 
-local EMPTY = { b = 0, busyStart = -1, m = -1, lastAt = -1, prevM = -1, prevLastAt = -1, pending = {} }
+local EMPTY = {
+  b = 0, busyStart = -1, m = -1, lastAt = -1, prevM = -1, prevLastAt = -1, pending = NO_PENDING,
+}
 local PENDING_CAP = 16
 local PENDING_GRACE = 1000 -- ms a compensation may reach Redis after its call's deadline
 
@@ -125,7 +127,8 @@ local function commit(key, ev, limit)
     next.busyStart = s.busyStart
     next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
   end
-  local pending = openPending(s) -- (none once the bucket was full: the period is over)
+  local pending = s.pending -- (none once the bucket was full: the period is over)
+  if #pending > 0 or compensable then pending = openPending(s) end
   local last = pending[#pending]
   if last then last.seg = lowest(last.seg, s.b) end -- this spend's point, after every entry
   if compensable then

@@ -3,9 +3,11 @@ lib/pending.lua: a bucket's cross-slot spends still open to compensation (see li
 stored as the state's optional last field "id/atAge/seg/expiresIn,…", instants relative to the
 state's reference instant `ref` (short numbers). Included by the bucket state encodings.
 ]]
+local NO_PENDING = {} -- shared, never written to
+
 local function readPending(text, ref)
+  if not text then return NO_PENDING end
   local list = {}
-  if not text then return list end
   for id, age, seg, left in string.gmatch(text, '([^/,]+)/(-?%d+)/(-?%d+)/(-?%d+)') do
     list[#list + 1] = {
       id = id, at = ref - tonumber(age), seg = tonumber(seg), expires = ref + tonumber(left),
