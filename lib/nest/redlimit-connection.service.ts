@@ -23,6 +23,28 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  *   return { rateLimits: this.connection.kind, redis: this.connection.client?.status };
  * }
  */
+/** Every option of {@link RedlimitModuleOptions}, and the module extras `forRoot` passes along. */
+const MODULE_OPTIONS: ReadonlySet<string> = new Set([
+  'isGlobal',
+  'attemptInterceptor',
+  'redis',
+  'store',
+  'prefix',
+  'policies',
+  'defaultPolicy',
+  'defaultPolicyScope',
+  'apiKey',
+  'failMode',
+  'timeoutMs',
+  'failureRetryAfterMs',
+  'headers',
+  'clientIp',
+  'keySecret',
+  'onStoreFailure',
+  'metrics',
+  'onDecision',
+]);
+
 export class RedlimitConnection implements OnApplicationShutdown {
   private constructor(
     /** The store every limiter of the module uses. */
@@ -40,6 +62,14 @@ export class RedlimitConnection implements OnApplicationShutdown {
    * MemoryStore with a warning that limits are per process.
    */
   static async open(options: RedlimitModuleOptions): Promise<RedlimitConnection> {
+    const unknown = Object.keys(options ?? {}).filter((name) => !MODULE_OPTIONS.has(name));
+    if (unknown.length > 0) {
+      // A typo (`polices`, `timeout`) would otherwise be ignored in silence.
+      throw new TypeError(
+        `RedlimitModule has unknown option ${unknown.map((name) => `'${name}'`).join(', ')}; ` +
+          `known: ${[...MODULE_OPTIONS].join(', ')}`,
+      );
+    }
     const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
     const timeoutMs = options.timeoutMs ?? 1000;
     if (options.redis !== undefined) {

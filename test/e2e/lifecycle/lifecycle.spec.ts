@@ -90,6 +90,17 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
     }
   });
 
+  it('an option the module does not know stops startup, naming it', async () => {
+    await expect(
+      startApp(
+        lifecycleApp({
+          polices: { p: { algorithm: 'fixed-window', limit: 1, window: '1m' } },
+        } as never),
+        platform,
+      ),
+    ).rejects.toThrow(/unknown option 'polices'/);
+  });
+
   it('the registry: get() by name, a clear error for an unknown name, register() at runtime, inline policies', async () => {
     const app = await startApp(lifecycleApp({ store: new MemoryStore() }), platform);
     try {
