@@ -62,6 +62,8 @@ interface Ledger {
   floor?: number;
 }
 
+const DAY_MS = 86_400_000;
+
 /** At most this many refunded ids per caller key (older ones raise the floor). */
 const LEDGER_CAP = 126;
 
@@ -77,6 +79,12 @@ const LEDGER_CAP = 126;
 export class MemoryStore implements Store {
   private readonly entries = new Map<string, Entry>();
   private readonly clock: () => number;
+  /**
+   * How long past its expiry an entry is kept: 0 on the monotonic clock; a day on a custom clock,
+   * as `RedisStore` keeps keys a day or more past their windows then, so that a clock which steps
+   * back into a window it had passed still finds that window's state.
+   */
+  private readonly graceMs: number;
   private readonly sweepIntervalMs: number;
   private readonly maxKeys: number;
   private nextSweepAt = 0;
@@ -103,6 +111,7 @@ export class MemoryStore implements Store {
       );
     }
     this.clock = options.clock ?? monotonicNow;
+    this.graceMs = options.clock ? DAY_MS : 0;
     this.sweepIntervalMs = sweep;
     this.maxKeys = maxKeys;
   }
@@ -151,7 +160,14 @@ export class MemoryStore implements Store {
       if (given && request.spendId) {
         const marked = ledger ?? { refunded: new Map<string, number>() };
         remember(marked, request.spendId, request.at, now, lifetime);
-        this.write(ledgerName, marked, now + lifetime);
+        // As long as the spend can weigh (its `at` may be ahead of a clock that stepped back),
+        // never shorter than before.
+        const expiresAt = Math.max(now, request.at) + lifetime;
+        this.write(
+          ledgerName,
+          marked,
+          Math.max(expiresAt, this.entries.get(ledgerName)?.expiresAt ?? 0),
+        );
       }
     }
     return Promise.resolve();
@@ -161,13 +177,19 @@ export class MemoryStore implements Store {
     const now = this.now();
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);
     for (const key of request.keys) {
-      request.limits.forEach((_, l) => this.entries.delete(storageKey('', key, request.policy, l)));
       const ledgerName = ledgerKey('', key, request.policy);
+      // The ledger outlives every state it wipes (a clock behind can have written later expiries).
+      let expiresAt = Math.max(now + lifetime, this.entries.get(ledgerName)?.expiresAt ?? 0);
+      request.limits.forEach((_, l) => {
+        const name = storageKey('', key, request.policy, l);
+        expiresAt = Math.max(expiresAt, this.entries.get(name)?.expiresAt ?? 0);
+        this.entries.delete(name);
+      });
       const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
         refunded: new Map<string, number>(),
       };
       ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
-      this.write(ledgerName, ledger, now + lifetime);
+      this.write(ledgerName, ledger, expiresAt);
     }
     return Promise.resolve();
   }
@@ -188,7 +210,7 @@ export class MemoryStore implements Store {
   private live(name: string, now: number): unknown {
     const entry = this.entries.get(name);
     if (!entry) return undefined;
-    if (entry.expiresAt < now) {
+    if (entry.expiresAt + this.graceMs < now) {
       this.entries.delete(name);
       return undefined;
     }
@@ -235,6 +257,10 @@ export class MemoryStore implements Store {
           this.touch(name); // refused: still in use (a locked-out caller must stay locked out)
         }
       }
+      // A caller's ledger is never older than its state, so eviction never keeps one without the
+      // other's memory of refunds and resets.
+      if (spend)
+        for (const key of requests[r]!.keys) this.touch(ledgerKey('', key, requests[r]!.policy));
       return {
         allowed,
         remaining: allowed ? part.remaining - requests[r]!.cost : part.remaining,
@@ -333,7 +359,7 @@ export class MemoryStore implements Store {
     if (!force && now < this.nextSweepAt) return;
     this.nextSweepAt = now + this.sweepIntervalMs;
     for (const [name, entry] of this.entries) {
-      if (entry.expiresAt < now) this.entries.delete(name);
+      if (entry.expiresAt + this.graceMs < now) this.entries.delete(name);
     }
   }
 }

@@ -124,7 +124,8 @@ local function commit(key, ev, limit)
   if s.b == 0 then
     next.busyStart, next.m, next.prevM, next.prevLastAt = now, -1, -1, -1
   else
-    next.busyStart = s.busyStart
+    -- (a clock behind the period's start: this spend still belongs to the period)
+    next.busyStart = math.min(s.busyStart, now)
     next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
   end
   local pending = s.pending -- (none once the bucket was full: the period is over)

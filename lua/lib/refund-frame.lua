@@ -45,12 +45,14 @@ local function settled(ledger, k)
 end
 
 local function remember(ledger)
+  local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
   rcall('ZADD', ledger, at, spendId)
   rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
+  -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows).
+  if markers[1] then rcall('ZADD', ledger, markers[1], 'reset') end
+  if markers[2] then rcall('ZADD', ledger, markers[2], 'floor') end
   if rcall('ZCARD', ledger) > LEDGER_CAP then
-    -- The oldest ids go (the markers are not ids: they neither count nor go); the floor rises to
-    -- the latest of them.
-    local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
+    -- The oldest ids go; the floor rises to the latest of them.
     local extra = rcall('ZCARD', ledger) - LEDGER_CAP - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
     local oldest = rcall('ZRANGE', ledger, 0, extra + 1, 'WITHSCORES')
     local floor
@@ -62,7 +64,10 @@ local function remember(ledger)
     end
     if floor then rcall('ZADD', ledger, 'GT', floor, 'floor') end
   end
-  rcall('PEXPIREAT', ledger, now + lifetime + offset)
+  -- As long as the spend can weigh (its `at` may be ahead of a clock that stepped back), never
+  -- shorter than before.
+  local expireAt = math.max(now, at) + lifetime + offset
+  if rcall('PEXPIRETIME', ledger) < expireAt then rcall('PEXPIREAT', ledger, expireAt) end
 end
 
 for k = 1, keyCount do

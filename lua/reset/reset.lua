@@ -18,11 +18,17 @@ local keyCount = #KEYS / (limitCount + 1)
 local removed = 0
 
 for k = 1, keyCount do
-  for l = 1, limitCount do removed = removed + rcall('DEL', KEYS[(k - 1) * limitCount + l]) end
   local ledger = KEYS[keyCount * limitCount + k]
+  -- The ledger outlives every state it wipes (a clock behind can have written later expiries).
+  local expireAt = math.max(now + lifetime + offset, rcall('PEXPIRETIME', ledger))
+  for l = 1, limitCount do
+    local key = KEYS[(k - 1) * limitCount + l]
+    expireAt = math.max(expireAt, rcall('PEXPIRETIME', key))
+    removed = removed + rcall('DEL', key)
+  end
   local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
   rcall('ZADD', ledger, mark, 'reset')
-  rcall('PEXPIREAT', ledger, now + lifetime + offset)
+  rcall('PEXPIREAT', ledger, expireAt)
 end
 
 return removed

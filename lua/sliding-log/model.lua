@@ -41,5 +41,7 @@ local function commit(key, ev, limit, window)
       rcall('ZADD', key, unpack(args))
     end
   end
-  rcall('PEXPIREAT', key, now + window + offset)
+  -- One window after the newest member (newer than `now` when the clock stepped back).
+  local newest = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+  rcall('PEXPIREAT', key, math.max(now, tonumber(newest[2])) + window + offset)
 end

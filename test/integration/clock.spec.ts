@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
-import { type Algorithm, Limiter, RedisStore, storageKey } from '../../lib';
+import { type Algorithm, Limiter, type Receipt, RedisStore, storageKey } from '../../lib';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
@@ -147,6 +147,21 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
       expect(await backend.client!.pexpiretime(key)).toBe(laterEnd);
     });
 
+    it('sliding-log: the log lives a window past its newest member, even one from a later reading', async () => {
+      const store = backend.store() as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'ahead',
+        algorithm: 'sliding-log',
+        limit: 5,
+        window: 60_000,
+      });
+      const key = storageKey(store.prefix, 'k', 'ahead', 0);
+      const newest = (await redisNow(key)) + 5_000; // written when TIME read 5 s later
+      await backend.client!.zadd(key, newest, 'earlier-spend');
+      await limiter.consume('k');
+      expect(await backend.client!.pexpiretime(key)).toBe(newest + 60_000);
+    });
+
     it('sliding-window: a later window’s counts are kept, and refuse', async () => {
       const store = backend.store() as RedisStore;
       const limiter = new Limiter(store, {
@@ -172,3 +187,83 @@ function clusterNodeFor(cluster: Cluster, key: string): Redis {
     .find((n) => (cluster.slots[slot] ?? []).includes(`${n.options.host}:${n.options.port}`));
   return node ?? cluster.nodes('master')[0]!;
 }
+
+describe.each(stores)('$name store: refunds and ledgers across a clock step back', (backend) => {
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a spend made on a clock behind the busy period’s start refunds',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'behind',
+        algorithm,
+        limit: 5,
+        window: 1_000,
+      });
+      await limiter.consume('k');
+      clock.advance(-1); // another host, 1 ms behind
+      const spent = await limiter.consume('k');
+      const before = (await limiter.peek('k')).remaining;
+      expect(await limiter.refund(spent)).toBe(true);
+      expect((await limiter.peek('k')).remaining).toBe(before + 1);
+    },
+  );
+
+  it.each(WINDOWED)(
+    '%s: a window the clock had passed still counts when it steps back into it',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'back',
+        algorithm,
+        limit: 2,
+        window: 1_000,
+      });
+      clock.advance(990);
+      await limiter.consume('k');
+      clock.advance(algorithm === 'sliding-window' ? 1_020 : 20); // past the state's expiry
+      await limiter.peek('k');
+      clock.advance(-15); // back into the window that holds the spend
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    },
+  );
+
+  it('a ledger written while the clock is behind lives as long as the spend it guards', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'ledger',
+      algorithm: 'fixed-window',
+      limit: 3,
+      window: 1_000,
+    });
+    clock.advance(1_005);
+    const first = await limiter.consume('k');
+    const copy = JSON.parse(JSON.stringify(first.receipt)) as Receipt;
+    await limiter.consume('k');
+    clock.advance(-15);
+    expect(await limiter.refund(first)).toBe(true);
+    clock.advance(1_005); // 1995: still in the window of the spend (1000–2000)
+    await limiter.refund(copy); // refunded already: nothing
+    const admitted = [];
+    for (let i = 0; i < 4; i++) admitted.push((await limiter.consume('k')).allowed);
+    expect(admitted).toEqual([true, true, false, false]);
+  });
+});
+
+describe.each(stores)('$name store: reset marks across a long clock step back', (backend) => {
+  it('a reset after the clock stepped back still wipes spends made before it', async () => {
+    const clock = new TestClock();
+    const policy = { name: 'marks', algorithm: 'token-bucket', limit: 5, window: 1_000 } as const;
+    const limiter = new Limiter(backend.store(clock), policy); // lifetime: 1000 ms
+    await limiter.reset('k');
+    const before = await limiter.consume('k'); // after that reset: refundable so far
+    clock.advance(1_100);
+    await limiter.refund(await limiter.consume('k')); // the ledger prunes what is a lifetime old
+    clock.advance(-1_200); // the clock steps back a lifetime and more
+    await limiter.reset('k');
+    await limiter.consume('k', { cost: 2 });
+    const left = await limiter.peek('k');
+    await limiter.refund(before); // charged before the second reset: nothing to give back
+    expect(await limiter.peek('k')).toEqual(left);
+  });
+});

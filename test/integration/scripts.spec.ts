@@ -21,6 +21,8 @@ const KEY_ARGS: Record<string, (args: string[]) => string[]> = {
   zrem: (a) => [a[0]!],
   zcount: (a) => [a[0]!],
   zscore: (a) => [a[0]!],
+  zmscore: (a) => [a[0]!],
+  zrange: (a) => [a[0]!],
   zcard: (a) => [a[0]!],
   zpopmin: (a) => [a[0]!],
   zrangebyscore: (a) => [a[0]!],

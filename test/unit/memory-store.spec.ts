@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { Limiter, MemoryStore } from '../../lib';
+import { Limiter, MemoryStore, type Receipt } from '../../lib';
 import { TestClock } from '../support/backends';
 
 describe('MemoryStore housekeeping', () => {
@@ -15,9 +15,14 @@ describe('MemoryStore housekeeping', () => {
     });
     for (let i = 0; i < 1_000; i++) await limiter.consume(`caller:${i}`);
     expect(store.size).toBe(1_000);
-    clock.advance(2 * 60_000 + 1); // past the end of the next window: nothing weighs any more
+    clock.advance(2 * 60_000 + 1); // past the end of the next window: nothing weighs any more…
     await limiter.consume('late');
-    expect(store.size).toBe(1);
+    // …but on a custom clock state is kept a day past its expiry, as RedisStore keeps keys then
+    // (a clock that steps back into a window it had passed still finds that window's state).
+    expect(store.size).toBe(1_001);
+    clock.advance(86_400_000);
+    await limiter.consume('later');
+    expect(store.size).toBe(2); // 'late' (its window ended less than a day ago) and 'later'
   });
 
   it('keeps no timer per key', async () => {
@@ -105,5 +110,26 @@ describe('MemoryStore under a flood of new keys', () => {
     expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(/maxKeys/);
     expect(() => new MemoryStore({ maxKeys: 1.5 })).toThrow(/maxKeys/);
     expect(() => new MemoryStore({ maxkeys: 10 } as never)).toThrow(/maxkeys/);
+  });
+});
+
+describe('MemoryStore eviction keeps a caller’s ledger with its state', () => {
+  it('a refund of a spend made before a reset stays a no-op after a flood of other keys', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 100 });
+    const limiter = new Limiter(store, {
+      name: 'p',
+      algorithm: 'fixed-window',
+      limit: 3,
+      window: 60_000,
+    });
+    const old = await limiter.consume('victim');
+    const copy = JSON.parse(JSON.stringify(old.receipt)) as Receipt;
+    await limiter.reset('victim');
+    for (let i = 0; i < 3; i++) await limiter.consume('victim'); // full
+    for (let i = 0; i < 99; i++) await limiter.consume(`other:${i}`); // one entry must go
+    const before = await limiter.peek('victim');
+    await limiter.refund(copy); // charged before the reset: nothing to give back, whatever went
+    expect(await limiter.peek('victim')).toEqual(before);
   });
 });

@@ -42,7 +42,8 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
           return stored({ ...spent, busyStart: now, m: -1, prevM: -1, prevLastAt: -1 }, rule);
         }
         const m = s.m < 0 || s.b < s.m ? s.b : s.m;
-        return stored({ ...spent, busyStart: s.busyStart, m }, rule);
+        // (a clock behind the period's start: this spend still belongs to the period)
+        return stored({ ...spent, busyStart: Math.min(s.busyStart, now), m }, rule);
       },
     };
   },
