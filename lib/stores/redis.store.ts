@@ -809,7 +809,6 @@ function merge(
   };
 }
 
-/** Script errors a user can act on get a message that says what to do. */
 /** The requests of a stack, each narrowed to the keys one slot group holds (empty ones dropped). */
 function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequest[] {
   const out: SpendRequest[] = [];
@@ -929,6 +928,7 @@ function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
+/** Script errors a user can act on get a message that says what to do. */
 function explainScriptError(error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
   if (/unknown (redis )?command/i.test(message) && /pexpiretime|script/i.test(message)) {
