@@ -1,36 +1,46 @@
-// Side-by-side cost of a rate-limit decision on Redis: redlimit against the physical floor and the
-// peers, on one Redis, in one run.
+// Side-by-side cost of a rate-limit decision on Redis: redlimit against the floor and the peers,
+// on one Redis, in one run; and redlimit on a local Redis Cluster against itself on one node.
 //
-//   npm run bench -- [--attempts 20000] [--callers 2000] [--concurrency 64] [--rounds 5]
-//     [--redis redis://127.0.0.1:6379/15] [--only <regexp>] [--out bench/results] [--no-write]
+//   npm run bench -- [--seconds 2] [--rounds 15] [--only REGEXP] [--no-cluster] [--no-write] …
+//   (`npm run bench -- --help` lists every option)
 //
-// Every contender runs the same workload (attempts spread over callers, `concurrency` in flight,
-// on one warmed ioredis client). After a warm-up pass, contenders are interleaved in rotated
-// rounds: drift on a shared machine lands on all of them, and each ratio is taken within a round
-// (contender rate / floor rate in that round), then the median over the rounds is reported. The
-// floor is a trivial EVALSHA INCR on the same client. Per contender it also reports Redis time per
-// decision (`INFO commandstats` after `CONFIG RESETSTAT`), Redis process CPU (`INFO cpu`), Node CPU
-// (`process.cpuUsage`), and, in a separate pass with default key names, keys and bytes per caller
-// (`MEMORY USAGE` over the keys it created). Performance is measured here, never asserted in tests.
+// Throughput: after a warm-up pass, every round runs every contender for `--seconds` in an order
+// shuffled anew each round (seeded; the seed is printed), `--concurrency` decisions in flight over
+// `--callers` callers. A row's ratio is its rate over the floor's in the same round; the table
+// gives the median of those per-round ratios with a 95 % percentile-bootstrap interval of that
+// median. Costs per decision come from `INFO commandstats` (after `CONFIG RESETSTAT`), `INFO cpu`
+// and `process.cpuUsage`. Latency: an open-loop pass at a fixed arrival rate (default half the
+// floor's saturation rate) with an HDR histogram, latency counted from each decision's intended
+// send instant. Memory: keys and bytes per caller with default key names.
 //
-// Without --redis or REDIS_URL a private redis-server is started on a free port. Results go to
-// bench/results/compare.md and compare.svg (not with --only, which is for profiling one contender).
-import { createHash } from 'node:crypto';
-import Redis from 'ioredis';
-import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { type Algorithm, ALGORITHMS, Limiter, RedisStore } from '../lib';
-import { type Bar, barChartSvg } from './support/bar-chart.util';
-import { parseOptions } from './support/options.util';
-import { ProgressBar } from './support/progress.util';
+// Targets (issue 13) are judged on the intervals; a run on a loaded machine (load average at the
+// start, or CPU used by other processes during the run, over the thresholds) prints the tables
+// but no verdicts. Without --redis or REDIS_URL a private redis-server is started on a free port.
+// Results: bench/results/compare.md and compare.svg (not with --only or --no-write).
+import Redis, { type Cluster } from 'ioredis';
+import { type StartedRedisCluster, startRedisCluster } from '../test/support/cluster';
 import {
-  allKeys,
-  benchRedis,
-  deleteKeys,
-  memoryUsage,
-  redisCost,
-  redisVersion,
-} from './support/redis.util';
+  captureConsumeShape,
+  type ConsumeShape,
+  describeShape,
+  shapedFloor,
+  type ShapedFloor,
+} from './compare/consume-shape';
+import { type Contender, contendersFor, NAMES, type Pass } from './compare/contenders';
+import { targets, targetsTable } from './compare/targets';
+import { measure, type Sample, sample } from './compare/throughput';
+import { barChartSvg } from './support/bar-chart.util';
+import {
+  nonNegative,
+  parseCommandLine,
+  positive,
+  positiveInteger,
+  usageError,
+} from './support/cli.util';
+import { CpuAccount, describeLoad, loadedBecause, settle } from './support/load.util';
+import { openLoop, percentileUs } from './support/open-loop.util';
+import { ProgressBar } from './support/progress.util';
+import { allKeys, benchRedis, deleteKeys, memoryUsage, redisVersion } from './support/redis.util';
 import {
   describeMachine,
   machine,
@@ -38,164 +48,112 @@ import {
   RESULTS_DIR,
   writeResult,
 } from './support/report.util';
-import { grouped, median, quantile } from './support/stats.util';
+import {
+  bootstrapMedian,
+  type Estimate,
+  grouped,
+  median,
+  seededRandom,
+  shuffled,
+  withInterval,
+} from './support/stats.util';
 
 const USAGE = `npm run bench -- [options]
-  --attempts N     decisions per contender per round (default 20000)
-  --callers N      distinct callers the decisions are spread over (default 2000)
-  --concurrency N  decisions in flight (default 64)
-  --rounds N       measured rounds, order rotated each round (default 5)
-  --redis URL      Redis to use (default: REDIS_URL, else a private redis-server)
-  --only REGEXP    run only matching contenders (and the floor); writes no results
-  --sample N       callers in the memory pass (default 200)
-  --out DIR        where results go (default bench/results)
-  --no-write       print the tables only`;
+  --seconds S          length of one sample (default 2)
+  --rounds N           measured rounds, order shuffled each round (default 15)
+  --warmup S           warm-up run per contender before the rounds (default 1)
+  --concurrency N      decisions in flight (default 64)
+  --callers N          distinct callers the decisions are spread over (default 2000)
+  --seed N             seed of the shuffles and the bootstrap (default: drawn, and printed)
+  --resamples N        bootstrap resamples (default 10000)
+  --latency-seconds S  length of one open-loop latency sample (default 5)
+  --latency-rounds N   latency rounds, order shuffled each round (default 5)
+  --latency-rate N     arrival rate of the latency pass, decisions/s (default: half the floor's
+                       median rate in the throughput rounds)
+  --cluster            measure redlimit on a local Cluster, 3 masters + 3 replicas (the default)
+  --no-cluster         skip the Cluster rows
+  --redis URL          Redis to use (default: REDIS_URL, else a private redis-server)
+  --only REGEXP        run only matching contenders (and the references they need); writes nothing
+  --sample N           callers in the memory pass (default 200)
+  --max-load X         judge targets only if the 1-min load average at the start is ≤ X (default 0.5)
+  --max-foreign X      ... and other processes used ≤ X cores during the run (default 0.1)
+  --settle-seconds S   wait up to S for the load average to fall to --max-load first (default 120)
+  --force-verdicts     judge targets even on a loaded machine (for development)
+  --out DIR            where results go (default bench/results)
+  --no-write           print the tables only`;
 
-type Kind = Bar['kind'];
-
-interface Contender {
-  readonly name: string;
-  readonly kind: Kind;
-  /** One decision for caller `i`. */
-  run(i: number): Promise<unknown>;
-}
-
-/** One contender's run in one round. */
-interface Sample {
-  perSecond: number;
-  p50: number;
-  p99: number;
-  nodeCpuUs: number;
-  redisCommandUs: number;
-  redisCpuUs: number;
-}
+const HOUR_MS = 3_600_000;
+const MEMORY_LIMIT = 10;
+const MEMORY_WINDOW_MS = 900_000;
+const MEMORY_SPENDS = 5;
+/** Rows of the open-loop latency pass (those present after --only). */
+const LATENCY_ROWS = [NAMES.floor, NAMES.ours('fixed-window', 1), NAMES.uncoalesced(1)];
 
 interface Footprint {
   keysPerCaller: number;
   bytesPerCaller: number;
 }
 
-/**
- * Key names and limits of one pass. Throughput: a run prefix and limits that never refuse (every
- * decision is a spend). Memory: default key names and a realistic 10 per 15 minutes, since a
- * token bucket or GCRA state under a huge limit refills (and expires) within milliseconds.
- */
-interface Pass {
-  readonly prefix: string;
-  policy(algorithm: Algorithm): string;
-  limit(algorithm: Algorithm): number;
-  readonly windowMs: number;
+/** One latency round of one row. */
+interface LatencySample {
+  p50: number;
+  p99: number;
+  p999: number;
+  sentPerSecond: number;
+  maxInFlight: number;
 }
 
-const FLOOR = 'floor: EVALSHA INCR';
-const HOUR_MS = 3_600_000;
-const MEMORY_LIMIT = 10;
-const MEMORY_WINDOW_MS = 900_000;
-
-function ipOf(i: number): string {
-  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
-function contendersFor(client: Redis, pass: Pass, callers: number): Contender[] {
-  const { prefix, windowMs } = pass;
-  const ips = Array.from({ length: callers }, (_, i) => ipOf(i));
-  const ipKeys = ips.map((ip) => `ip:${ip}`);
-  const pairs = ips.map((ip, i) => [`ip:${ip}`, `email:user${i}@example.com`]);
-  client.defineCommand('benchIncr', { numberOfKeys: 1, lua: "return redis.call('INCR', KEYS[1])" });
-  const incr = client as unknown as { benchIncr(key: string): Promise<number> };
-  const floorKeys = ipKeys.map((key) => `${prefix}floor:${key}`);
-  const getKeys = ipKeys.map((key) => `${prefix}get:${key}`);
-  const list: Contender[] = [
-    { name: FLOOR, kind: 'reference', run: (i) => incr.benchIncr(floorKeys[i]!) },
-    { name: 'floor: GET', kind: 'reference', run: (i) => client.get(getKeys[i]!) },
-  ];
-  const store = new RedisStore({ client, prefix: `${prefix}rl:` });
-  for (const algorithm of ALGORITHMS) {
-    const limiter = new Limiter(store, {
-      name: pass.policy(algorithm),
-      algorithm,
-      limit: pass.limit(algorithm),
-      window: windowMs,
-    });
-    list.push(
-      {
-        name: `redlimit ${algorithm}, 1 key`,
-        kind: 'ours',
-        run: (i) => limiter.consume(ipKeys[i]!),
-      },
-      {
-        name: `redlimit ${algorithm}, 2 keys`,
-        kind: 'ours',
-        run: (i) => limiter.consume(pairs[i]!),
-      },
-    );
-  }
-  // rate-limiter-flexible in its default ioredis mode: EVALSHA of its INCR + PTTL script.
-  const flexible = new RateLimiterRedis({
-    storeClient: client,
-    keyPrefix: `${prefix}rlflx`,
-    points: pass.limit('fixed-window'),
-    duration: windowMs / 1000,
+function options() {
+  const values = parseCommandLine(USAGE, {
+    seconds: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '15' },
+    warmup: { type: 'string', default: '1' },
+    concurrency: { type: 'string', default: '64' },
+    callers: { type: 'string', default: '2000' },
+    seed: { type: 'string' },
+    resamples: { type: 'string', default: '10000' },
+    'latency-seconds': { type: 'string', default: '5' },
+    'latency-rounds': { type: 'string', default: '5' },
+    'latency-rate': { type: 'string' },
+    cluster: { type: 'boolean', default: false },
+    'no-cluster': { type: 'boolean', default: false },
+    redis: { type: 'string', default: '' },
+    only: { type: 'string' },
+    sample: { type: 'string', default: '200' },
+    'max-load': { type: 'string', default: '0.5' },
+    'max-foreign': { type: 'string', default: '0.1' },
+    'settle-seconds': { type: 'string', default: '120' },
+    'force-verdicts': { type: 'boolean', default: false },
+    out: { type: 'string', default: RESULTS_DIR },
+    'no-write': { type: 'boolean', default: false },
   });
-  // @nest-lab/throttler-storage-redis as @nestjs/throttler's ThrottlerGuard calls it: the key is
-  // the guard's SHA-256 of class, handler, throttler name and tracker.
-  const storage = new ThrottlerStorageRedisService(client);
-  if (storage.redis !== client)
-    throw new Error('ThrottlerStorageRedisService did not take the client');
-  const throttlerKeys = ips.map(
-    (ip) =>
-      prefix + createHash('sha256').update(`BenchController-hello-default-${ip}`).digest('hex'),
-  );
-  list.push(
-    {
-      name: 'rate-limiter-flexible consume',
-      kind: 'peer',
-      run: (i) => flexible.consume(ips[i]!),
-    },
-    {
-      name: '@nest-lab/throttler-storage-redis increment',
-      kind: 'peer',
-      run: (i) =>
-        storage.increment(
-          throttlerKeys[i]!,
-          windowMs,
-          pass.limit('fixed-window'),
-          windowMs,
-          'default',
-        ),
-    },
-  );
-  return list;
-}
-
-/** `attempts` decisions, `concurrency` at a time, caller n % callers; latencies in ms. */
-async function measure(
-  contender: Contender,
-  attempts: number,
-  callers: number,
-  concurrency: number,
-): Promise<Pick<Sample, 'perSecond' | 'p50' | 'p99' | 'nodeCpuUs'>> {
-  const latencies = new Float64Array(attempts);
-  let next = 0;
-  const cpu = process.cpuUsage();
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let n = next++; n < attempts; n = next++) {
-        const t = performance.now();
-        await contender.run(n % callers);
-        latencies[n] = performance.now() - t;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
-  const used = process.cpuUsage(cpu);
-  latencies.sort();
+  if (values.cluster && values['no-cluster'])
+    usageError('--cluster and --no-cluster together', USAGE);
+  const int = (name: keyof typeof values) => positiveInteger(values[name] as string, name, USAGE);
+  const num = (name: keyof typeof values) => positive(values[name] as string, name, USAGE);
   return {
-    perSecond: attempts / seconds,
-    p50: quantile(latencies, 0.5),
-    p99: quantile(latencies, 0.99),
-    nodeCpuUs: (used.user + used.system) / attempts,
+    seconds: num('seconds'),
+    rounds: int('rounds'),
+    warmup: nonNegative(values.warmup, 'warmup', USAGE),
+    concurrency: int('concurrency'),
+    callers: int('callers'),
+    seed: values.seed === undefined ? Date.now() % 2 ** 31 : int('seed'),
+    resamples: int('resamples'),
+    latencySeconds: num('latency-seconds'),
+    latencyRounds: int('latency-rounds'),
+    latencyRate: values['latency-rate'] === undefined ? undefined : num('latency-rate'),
+    cluster: !values['no-cluster'],
+    redis: values.redis,
+    only: values.only === undefined ? undefined : new RegExp(values.only),
+    sample: int('sample'),
+    limits: {
+      maxLoad: nonNegative(values['max-load'], 'max-load', USAGE),
+      maxForeignCores: nonNegative(values['max-foreign'], 'max-foreign', USAGE),
+    },
+    settleSeconds: nonNegative(values['settle-seconds'], 'settle-seconds', USAGE),
+    forceVerdicts: values['force-verdicts'],
+    out: values.out,
+    write: !values['no-write'] && values.only === undefined,
   };
 }
 
@@ -204,10 +162,9 @@ async function footprint(
   client: Redis,
   contender: Contender,
   sample: number,
-  spends: number,
   baseline: ReadonlySet<string>,
 ): Promise<Footprint> {
-  for (let s = 0; s < spends; s++) {
+  for (let s = 0; s < MEMORY_SPENDS; s++) {
     await Promise.all(Array.from({ length: sample }, (_, i) => contender.run(i)));
   }
   const created = [...(await allKeys(client))].filter((key) => !baseline.has(key));
@@ -216,250 +173,356 @@ async function footprint(
   return { keysPerCaller: created.length / sample, bytesPerCaller: bytes / sample };
 }
 
+/** The rows kept by --only, with the references their ratios need. */
+function selected(all: readonly Contender[], only: RegExp | undefined): Contender[] {
+  if (!only) return [...all];
+  const wanted = new Set(all.filter((c) => only.test(c.name)).map((c) => c.name));
+  wanted.add(NAMES.floor);
+  if (wanted.has(NAMES.cluster)) wanted.add(NAMES.uncoalesced(1));
+  return all.filter((c) => wanted.has(c.name));
+}
+
 async function main(): Promise<void> {
-  const options = parseOptions(
-    process.argv.slice(2),
-    {
-      attempts: 20_000,
-      callers: 2_000,
-      concurrency: 64,
-      rounds: 5,
-      redis: '',
-      only: '',
-      sample: 200,
-      out: RESULTS_DIR,
-      'no-write': false,
-    },
-    USAGE,
-  );
-  const redis = await benchRedis(options.redis);
-  const client = new Redis(redis.url);
+  const o = options();
+  const settled = await settle(o.limits.maxLoad, o.settleSeconds);
+  const account = new CpuAccount(settled);
+  const redis = await benchRedis(o.redis);
+  if (redis.pid) account.add(redis.pid);
+  const plain = new Redis(redis.url);
+  const pipelined = new Redis(redis.url, { enableAutoPipelining: true });
   const admin = new Redis(redis.url);
   const runPrefix = `bench:${process.pid}:${Date.now()}:`;
+  let cluster: StartedRedisCluster | undefined;
+  let clusterClient: Cluster | undefined;
+  const clusterAdmins: Redis[] = [];
+  const clusterMasters: Redis[] = [];
+  let shaped: ShapedFloor | undefined;
   try {
-    const version = await redisVersion(client);
-    const host = machine(version);
-    const only = options.only ? new RegExp(options.only) : undefined;
-    const contenders = contendersFor(
-      client,
-      {
-        prefix: runPrefix,
-        policy: (algorithm) => algorithm,
-        // Never refuses; a sliding log holds one member per spend, so its limit is capped lower.
-        limit: (algorithm) => (algorithm === 'sliding-log' ? 100_000 : 1_000_000),
-        windowMs: HOUR_MS,
-      },
-      options.callers,
-    ).filter((c) => c.name === FLOOR || !only || only.test(c.name));
-    const memorySpends = 5;
-    const progress = new ProgressBar(contenders.length * (options.rounds + 2));
-
-    await Promise.all(Array.from({ length: 200 }, () => client.ping())); // warm the connection
-    const warmUp = Math.max(1_000, Math.floor(options.attempts / 4));
-    for (const contender of contenders) {
-      progress.tick(`warm-up: ${contender.name}`);
-      await measure(contender, warmUp, options.callers, options.concurrency);
-    }
-
-    const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
-    for (let round = 0; round < options.rounds; round++) {
-      const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
-      for (const contender of order) {
-        progress.tick(`round ${round + 1}/${options.rounds}: ${contender.name}`);
-        await admin.config('RESETSTAT');
-        const cpuBefore = (await redisCost(admin)).cpuSeconds;
-        const run = await measure(
-          contender,
-          options.attempts,
-          options.callers,
-          options.concurrency,
-        );
-        const cost = await redisCost(admin);
-        samples.get(contender.name)!.push({
-          ...run,
-          redisCommandUs: cost.commandUsec / options.attempts,
-          redisCpuUs: ((cost.cpuSeconds - cpuBefore) * 1e6) / options.attempts,
-        });
+    const host = machine(await redisVersion(plain));
+    if (o.cluster && (!o.only || o.only.test(NAMES.cluster))) {
+      process.stderr.write('starting a local Redis Cluster (3 masters + 3 replicas)…\n');
+      cluster = await startRedisCluster();
+      clusterClient = await cluster.createClient();
+      for (const node of await cluster.nodeInfos()) {
+        account.add(node.pid);
+        const nodeAdmin = new Redis({ host: node.host, port: node.port });
+        clusterAdmins.push(nodeAdmin);
+        if (node.role === 'master') clusterMasters.push(nodeAdmin);
       }
     }
-    await deleteKeys(client, `${runPrefix}*`);
+    const masters = clusterMasters.length;
+
+    const shape: ConsumeShape = await captureConsumeShape(plain, `${runPrefix}shape:`);
+    shaped = await shapedFloor(plain, shape);
+    const pass: Pass = {
+      prefix: runPrefix,
+      policy: (algorithm) => algorithm,
+      // Never refuses; a sliding log holds one member per spend, so its limit is capped lower.
+      limit: (algorithm) => (algorithm === 'sliding-log' ? 100_000 : 1_000_000_000),
+      windowMs: HOUR_MS,
+      neverRefuses: true,
+    };
+    const clients = { plain, pipelined, cluster: clusterClient };
+    const contenders = selected(contendersFor(clients, pass, o.callers, shape, shaped), o.only);
+    const latencyRows = contenders.filter((c) => LATENCY_ROWS.includes(c.name as never));
+    const progress = new ProgressBar(
+      contenders.length * (o.rounds + 2) + latencyRows.length * o.latencyRounds,
+    );
+
+    // Warm every connection (a few hundred round trips), then every contender.
+    for (const client of [plain, pipelined, admin]) {
+      await Promise.all(Array.from({ length: 200 }, () => client.ping()));
+    }
+    if (clusterClient) await Promise.all(clusterMasters.map((m) => m.ping()));
+    for (const contender of contenders) {
+      progress.tick(`warm-up: ${contender.name}`);
+      await measure(contender, o.warmup, o.callers, o.concurrency);
+    }
+
+    const random = seededRandom(o.seed);
+    const samples = new Map<string, Sample[]>(contenders.map((c) => [c.name, []]));
+    const rounds: Array<Map<string, Sample>> = [];
+    for (let round = 0; round < o.rounds; round++) {
+      const results = new Map<string, Sample>();
+      for (const contender of shuffled(contenders, random)) {
+        progress.tick(`round ${round + 1}/${o.rounds}: ${contender.name}`);
+        const onCluster = contender.on === 'cluster';
+        const result = await sample(
+          contender,
+          o.seconds,
+          o.callers,
+          o.concurrency,
+          onCluster ? clusterAdmins : [admin],
+          onCluster ? clusterMasters : [admin],
+        );
+        results.set(
+          contender.name,
+          onCluster ? { ...result, perSecond: result.perSecond / masters } : result,
+        );
+        samples.get(contender.name)!.push(results.get(contender.name)!);
+      }
+      rounds.push(results);
+    }
+
+    // Open-loop latency at a fixed rate below saturation.
+    const floorRate = median(samples.get(NAMES.floor)!.map((s) => s.perSecond));
+    const latencyRate = o.latencyRate ?? Math.round(floorRate / 2);
+    const latency = new Map<string, LatencySample[]>(latencyRows.map((c) => [c.name, []]));
+    const latencyRounds: Array<Map<string, LatencySample>> = [];
+    for (let round = 0; round < o.latencyRounds; round++) {
+      const results = new Map<string, LatencySample>();
+      for (const contender of shuffled(latencyRows, random)) {
+        progress.tick(`latency ${round + 1}/${o.latencyRounds}: ${contender.name}`);
+        const run = await openLoop(contender.run, latencyRate, o.latencySeconds, o.callers);
+        const result = {
+          p50: percentileUs(run.histogram, 50),
+          p99: percentileUs(run.histogram, 99),
+          p999: percentileUs(run.histogram, 99.9),
+          sentPerSecond: run.sentPerSecond,
+          maxInFlight: run.maxInFlight,
+        };
+        results.set(contender.name, result);
+        latency.get(contender.name)!.push(result);
+      }
+      latencyRounds.push(results);
+    }
+    await deleteKeys(plain, `${runPrefix}*`);
 
     // Memory: fresh instances with default key names (prefix 'rl:', 'rlflx', the guard's hash).
     const footprints = new Map<string, Footprint>();
-    const baseline = await allKeys(client);
-    const memoryContenders = contendersFor(
-      client,
-      { prefix: '', policy: () => 'api', limit: () => MEMORY_LIMIT, windowMs: MEMORY_WINDOW_MS },
-      options.sample,
+    const baseline = await allKeys(plain);
+    const memoryRows = contendersFor(
+      { plain, pipelined },
+      {
+        prefix: '',
+        policy: () => 'api',
+        limit: () => MEMORY_LIMIT,
+        windowMs: MEMORY_WINDOW_MS,
+        neverRefuses: false,
+      },
+      o.sample,
+      shape,
+      shaped,
     ).filter((c) => samples.has(c.name));
-    for (const contender of memoryContenders) {
+    for (const contender of memoryRows) {
       progress.tick(`memory: ${contender.name}`);
-      footprints.set(
-        contender.name,
-        await footprint(client, contender, options.sample, memorySpends, baseline),
-      );
+      footprints.set(contender.name, await footprint(plain, contender, o.sample, baseline));
     }
     progress.end();
+    const load = account.report();
+    const loaded = loadedBecause(load, o.limits);
+    const notJudged = o.forceVerdicts ? undefined : loaded;
 
-    const floorRuns = samples.get(FLOOR)!;
-    /** Median over rounds of a's value / b's value in the same round. */
-    const relative = (a: string, b: string, field: keyof Sample = 'perSecond') =>
-      median(samples.get(a)!.map((s, r) => s[field] / samples.get(b)![r]![field]));
-    const rows = contenders.map((c) => {
-      const runs = samples.get(c.name)!;
-      const of = (field: keyof Sample) => median(runs.map((s) => s[field]));
-      const memory = footprints.get(c.name);
-      return {
-        contender: c,
-        ratio: relative(c.name, FLOOR),
-        cells: [
-          c.name,
-          grouped(of('perSecond')),
-          relative(c.name, FLOOR).toFixed(2),
-          middleHalf(runs.map((s, r) => s.perSecond / floorRuns[r]!.perSecond)),
-          of('p50').toFixed(2),
-          of('p99').toFixed(2),
-          relative(c.name, FLOOR, 'p99').toFixed(2),
-          of('redisCommandUs').toFixed(1),
-          of('redisCpuUs').toFixed(1),
-          of('nodeCpuUs').toFixed(1),
-          memory ? String(memory.keysPerCaller) : '–',
-          memory ? memory.bytesPerCaller.toFixed(0) : '–',
-        ],
-      };
-    });
-    const setup =
-      `${grouped(options.attempts)} decisions per contender per round over ` +
-      `${grouped(options.callers)} callers, ${options.concurrency} in flight on one ioredis ` +
-      `client; ${options.rounds} rotated rounds after a warm-up pass; memory after ` +
-      `${memorySpends} decisions for each of ${options.sample} callers, limit ${MEMORY_LIMIT} per ` +
-      `${MEMORY_WINDOW_MS / 60_000} min, default key names`;
-    const table = markdownTable(
+    const bootstrap = seededRandom(o.seed + 1);
+    const estimate = (values: number[]): Estimate | undefined =>
+      values.length && values.every(Number.isFinite)
+        ? bootstrapMedian(values, bootstrap, o.resamples)
+        : undefined;
+    const ratio = (a: string, b: string) =>
+      samples.has(a) && samples.has(b)
+        ? estimate(rounds.map((r) => r.get(a)!.perSecond / r.get(b)!.perSecond))
+        : undefined;
+    const cost = (a: string, field: keyof Sample) =>
+      samples.has(a) ? estimate(samples.get(a)!.map((s) => s[field])) : undefined;
+    const p99Ratio = (a: string) =>
+      latency.has(a) && latency.has(NAMES.floor)
+        ? estimate(latencyRounds.map((r) => r.get(a)!.p99 / r.get(NAMES.floor)!.p99))
+        : undefined;
+    const rate = (a: string) =>
+      samples.has(a) ? median(samples.get(a)!.map((s) => s.perSecond)) : undefined;
+    const of = (name: string, field: keyof Sample) =>
+      median(samples.get(name)!.map((s) => s[field]));
+    const fixed = (x: number, digits = 1) => (Number.isNaN(x) ? '–' : x.toFixed(digits));
+
+    const nodeRows = contenders.filter((c) => c.on === 'node');
+    const ratios = new Map(nodeRows.map((c) => [c.name, ratio(c.name, NAMES.floor)!]));
+    const mainTable = markdownTable(
       [
         'contender',
         'decisions/s',
-        '× floor',
-        'middle half of rounds',
-        'p50 ms',
-        'p99 ms',
-        'p99 × floor',
-        'Redis µs/decision (commands)',
+        '× floor [95 % interval]',
+        'decisions per script run',
+        'Redis µs/decision (commandstats)',
         'Redis CPU µs/decision',
         'Node CPU µs/decision',
         'keys/caller',
         'bytes/caller',
       ],
-      rows.map((r) => r.cells),
+      nodeRows.map((c) => {
+        const memory = footprints.get(c.name);
+        return [
+          c.name,
+          grouped(of(c.name, 'perSecond')),
+          withInterval(ratios.get(c.name)!),
+          fixed(of(c.name, 'decisionsPerScript')),
+          fixed(of(c.name, 'redisCommandUs')),
+          fixed(of(c.name, 'redisCpuUs')),
+          fixed(of(c.name, 'nodeCpuUs')),
+          memory ? String(memory.keysPerCaller) : '–',
+          memory ? memory.bytesPerCaller.toFixed(0) : '–',
+        ];
+      }),
     );
-    const targets = only ? '' : targetsTable(relative, footprints);
+    const latencyTable = markdownTable(
+      [
+        'contender',
+        'rate sent /s',
+        'p50 µs',
+        'p99 µs',
+        'p99.9 µs',
+        "p99 × floor's [95 % interval]",
+        'most in flight',
+      ],
+      latencyRows.map((c) => {
+        const runs = latency.get(c.name)!;
+        const m = (f: keyof LatencySample) => median(runs.map((s) => s[f]));
+        const r = p99Ratio(c.name);
+        return [
+          c.name,
+          grouped(m('sentPerSecond')),
+          grouped(m('p50')),
+          grouped(m('p99')),
+          grouped(m('p999')),
+          r ? withInterval(r) : '–',
+          grouped(m('maxInFlight')),
+        ];
+      }),
+    );
+    const clusterRow = contenders.find((c) => c.on === 'cluster');
+    const clusterTable = clusterRow
+      ? markdownTable(
+          [
+            'row',
+            'decisions/s per master',
+            '× single node `coalesce: false` [95 % interval]',
+            'decisions per script run',
+            'Redis µs/decision (commandstats, masters)',
+            'Redis CPU µs/decision (all 6 nodes)',
+            'Node CPU µs/decision',
+          ],
+          [NAMES.cluster, NAMES.uncoalesced(1)].map((name) => [
+            name,
+            grouped(of(name, 'perSecond')),
+            name === NAMES.cluster ? withInterval(ratio(name, NAMES.uncoalesced(1))!) : '1.00',
+            fixed(of(name, 'decisionsPerScript')),
+            fixed(of(name, 'redisCommandUs')),
+            fixed(of(name, 'redisCpuUs')),
+            fixed(of(name, 'nodeCpuUs')),
+          ]),
+        )
+      : '';
+    const targetList = targets({ ratio, cost, p99Ratio, rate });
     const markdown = [
       '# redlimit vs the floor and the peers (`npm run bench`)',
       '',
-      `Measured ${new Date().toISOString().slice(0, 10)}: ${describeMachine(host)}.`,
+      `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ${describeMachine(host)}.`,
       '',
-      `${setup}.`,
+      describeLoad(load, o.limits) +
+        (loaded ? ` **This run: ${loaded}${o.forceVerdicts ? ' (verdicts forced)' : ''}.**` : ''),
       '',
-      'Method: each round runs every contender once, in an order rotated by one each round; a',
-      "contender's ratio is its rate (or p99) divided by the floor's in the same round, and the",
-      'median of those per-round ratios is reported (absolute numbers drift on a shared machine;',
-      'ratios taken within a round much less), with the middle half of the per-round ratios (25th',
-      'to 75th percentile) to show how well rounds agree. decisions/s, p50 and p99 are medians over',
-      'the rounds.',
-      '"Redis µs (commands)" is `INFO commandstats` time of the commands the client sent (a script',
-      'counts once, with what it runs inside) after `CONFIG RESETSTAT`; "Redis CPU" is the server',
-      'process\'s user + system CPU (`INFO cpu`), which adds networking and parsing; "Node CPU" is',
-      '`process.cpuUsage()` of the bench process. Bytes: `MEMORY USAGE … SAMPLES 0` summed over the',
-      'keys a contender created. Two keys = one caller charged on an ip key and an email key at once.',
+      `Settings: ${o.rounds} rounds of ${o.seconds} s per contender, order shuffled every round ` +
+        `(seed ${o.seed}), after a ${o.warmup} s warm-up run each; ${o.concurrency} decisions in ` +
+        `flight over ${grouped(o.callers)} callers; latency: ${o.latencyRounds} rounds of ` +
+        `${o.latencySeconds} s at ${grouped(latencyRate)} decisions/s` +
+        (o.latencyRate === undefined ? " (half the floor's median rate)" : '') +
+        `; memory after ${MEMORY_SPENDS} decisions for each of ${o.sample} callers, limit ` +
+        `${MEMORY_LIMIT} per ${MEMORY_WINDOW_MS / 60_000} min, default key names. ` +
+        `Redlimit's call shape, captured from a real fixed-window consume: ${describeShape(shape)}.`,
       '',
-      table,
+      METHOD,
       '',
-      targets,
+      mainTable,
+      '',
+      '## Targets (issue 13)',
+      '',
+      TARGETS_METHOD,
+      '',
+      targetsTable(targetList, notJudged),
+      '',
+      '## Latency at a fixed arrival rate',
+      '',
+      LATENCY_METHOD,
+      '',
+      latencyTable,
+      ...(clusterRow
+        ? ['', '## Redis Cluster', '', CLUSTER_METHOD(masters, host.cores), '', clusterTable]
+        : []),
     ].join('\n');
     console.log(markdown);
-    if (!only && !options['no-write']) {
-      const floorRate = median(floorRuns.map((s) => s.perSecond));
+    if (o.write) {
       const svg = barChartSvg({
         title: 'Decisions per second, as a ratio to the floor (higher is better)',
         subtitle:
-          `${options.concurrency} in flight, ${grouped(options.callers)} callers, median of ` +
-          `${options.rounds} rotated rounds; Node ${host.node}, Redis ${host.redis}, ${host.cores} cores`,
-        referenceLabel: `floor: EVALSHA INCR = 1.0 (${grouped(floorRate)}/s)`,
-        bars: rows.map((r) => ({
-          label: r.contender.name,
-          value: r.ratio,
-          kind: r.contender.kind,
-        })),
+          `${o.concurrency} in flight, ${grouped(o.callers)} callers, median of ${o.rounds} ` +
+          `shuffled rounds with 95 % interval; Node ${host.node}, Redis ${host.redis}, ` +
+          `${host.cores} cores; ${host.revision}`,
+        referenceLabel: `floor: EVALSHA INCR+PEXPIRE = 1.0 (${grouped(floorRate)}/s)`,
+        bars: nodeRows.map((c) => {
+          const r = ratios.get(c.name)!;
+          return { label: c.name, value: r.value, low: r.low, high: r.high, kind: c.kind };
+        }),
       });
       const written = [
-        writeResult(options.out, 'compare.md', markdown),
-        writeResult(options.out, 'compare.svg', svg),
+        writeResult(o.out, 'compare.md', markdown),
+        writeResult(o.out, 'compare.svg', svg),
       ];
       process.stderr.write(`wrote ${written.join(', ')}\n`);
     }
   } finally {
-    await deleteKeys(client, `${runPrefix}*`).catch(() => 0);
-    client.disconnect();
-    admin.disconnect();
+    await deleteKeys(plain, `${runPrefix}*`).catch(() => 0);
+    await shaped?.dispose().catch(() => undefined);
+    for (const client of [plain, pipelined, admin, ...clusterAdmins]) client.disconnect();
+    clusterClient?.disconnect();
+    await cluster?.stop();
     await redis.stop();
   }
 }
 
-/** The interquartile range of per-round ratios, `0.52–0.58`: how much the rounds agree. */
-function middleHalf(ratios: readonly number[]): string {
-  const sorted = [...ratios].sort((a, b) => a - b);
-  return `${quantile(sorted, 0.25).toFixed(2)}–${quantile(sorted, 0.75).toFixed(2)}`;
-}
+const METHOD = [
+  'Method: every round runs every contender once, in an order shuffled anew each round, so drift',
+  "on the machine lands on all of them alike. A row's ratio is its rate divided by the floor's in",
+  'the same round; the table gives the median of the per-round ratios and a 95 % percentile',
+  'bootstrap interval of that median (10,000 resamples of the rounds by default). decisions/s',
+  'and the costs are medians over the rounds. The floor is one EVALSHA of INCR + PEXPIRE per',
+  'decision on a plain ioredis client; "in redlimit\'s call shape" sends the same work with',
+  "redlimit's KEYS, ARGV and reply sizes (it also reads Redis TIME, as redlimit's scripts do),",
+  'so the gap between it and the floor is protocol, and the gap between it and redlimit',
+  '`coalesce: false` is Lua. "pipelined" rows run on a client with `enableAutoPipelining`',
+  '(several commands per socket write, one script run per decision); "coalesced" is redlimit\'s',
+  'default (several decisions per script run, see "decisions per script run"). redlimit rows',
+  'check that every decision was allowed and had no store failure.',
+  '"Redis µs (commandstats)" is `INFO commandstats` time of the commands sent (a script counts',
+  'once, with what it runs inside) after `CONFIG RESETSTAT`; "Redis CPU" is the server',
+  'process\'s user + system CPU (`INFO cpu`), which adds networking and parsing; "Node CPU" is',
+  '`process.cpuUsage()` of the bench process (all threads). Bytes: `MEMORY USAGE … SAMPLES 0`',
+  'summed over the keys a contender created. Two keys = one caller charged on an ip key and an',
+  'email key at once.',
+].join('\n');
 
-/** The issue's targets, each with what was measured and by how much it is met or missed. */
-function targetsTable(
-  relative: (a: string, b: string, field?: keyof Sample) => number,
-  footprints: ReadonlyMap<string, Footprint>,
-): string {
-  const fw = 'redlimit fixed-window, 1 key';
-  const peers = ['rate-limiter-flexible consume', '@nest-lab/throttler-storage-redis increment'];
-  const rows: string[][] = [];
-  const check = (target: string, measured: number, bound: number, atMost = false, unit = '×') => {
-    const met = atMost ? measured <= bound : measured >= bound;
-    const by = atMost ? bound - measured : measured - bound;
-    const digits = unit === '×' ? 2 : 1;
-    rows.push([
-      target,
-      `${measured.toFixed(digits)}${unit}`,
-      `${met ? 'met' : 'missed'} (${by >= 0 ? '+' : ''}${by.toFixed(digits)}${unit})`,
-    ]);
-  };
-  check('fixed window, 1 key ≥ 0.9× the floor', relative(fw, FLOOR), 0.9);
-  for (const peer of peers) check(`fixed window, 1 key ≥ 1.1× ${peer}`, relative(fw, peer), 1.1);
-  check("fixed window, 1 key: p99 ≤ 1.2× the floor's", relative(fw, FLOOR, 'p99'), 1.2, true);
-  check(
-    'fixed window, 2 keys ≥ 0.8× the floor',
-    relative('redlimit fixed-window, 2 keys', FLOOR),
-    0.8,
-  );
-  for (const algorithm of ALGORITHMS.filter((a) => a !== 'fixed-window')) {
-    check(
-      `${algorithm}, 1 key ≥ 0.75× the floor`,
-      relative(`redlimit ${algorithm}, 1 key`, FLOOR),
-      0.75,
-    );
-  }
-  for (const algorithm of ALGORITHMS.filter((a) => a !== 'fixed-window')) {
-    check(
-      `${algorithm}, 2 keys ≥ 0.8× the floor`,
-      relative(`redlimit ${algorithm}, 2 keys`, FLOOR),
-      0.8,
-    );
-  }
-  const bytes = footprints.get(fw)?.bytesPerCaller;
-  if (bytes !== undefined) check('fixed window ≤ 72 bytes per caller', bytes, 72, true, ' B');
-  const slidingKeys = footprints.get('redlimit sliding-window, 1 key')?.keysPerCaller;
-  if (slidingKeys !== undefined) {
-    check('sliding window ≤ 1 key per caller', slidingKeys, 1, true, ' keys');
-  }
-  return ['## Targets (issue 7)', '', markdownTable(['target', 'measured', 'verdict'], rows)].join(
-    '\n',
-  );
-}
+const TARGETS_METHOD = [
+  'A "≥" target is met only when the lower bound of the interval is at or above it, a "≤"',
+  'target only when the upper bound is at or below it; everything is from this run. Throughput',
+  'ratios: per-round ratios as in the table above; CPU: the per-round values; p99: the per-round',
+  "ratio of p99 to the floor's p99 in the latency pass (few rounds: a coarse interval).",
+].join('\n');
+
+const LATENCY_METHOD = [
+  'Open loop: decisions are due at a fixed rate whether or not earlier ones have answered, and',
+  'each latency counts from the instant its decision was due (so a stall counts against every',
+  'decision that should have gone out during it: no coordinated omission). Recorded in a',
+  '`perf_hooks` HDR histogram; medians over the rounds, order shuffled each round.',
+].join('\n');
+
+const CLUSTER_METHOD = (masters: number, cores: number) =>
+  [
+    `A local Cluster of ${masters} masters and ${masters} replicas (\`test/support/cluster.ts\`),`,
+    'redlimit with default store options on an ioredis Cluster client, in the same shuffled rounds',
+    `as the rows above; its rate is divided by ${masters} (per master) and compared, round by round,`,
+    'with single-node fixed window 1 key `coalesce: false`.',
+    `**On this ${cores}-core machine the ${masters * 2} Cluster servers, the bench and the`,
+    'single-node server share the same cores**, so per-master figures understate what one master',
+    'does on a machine of its own.',
+  ].join('\n');
 
 main().catch((error: unknown) => {
   console.error(error);

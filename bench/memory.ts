@@ -2,16 +2,26 @@
 // (keys it creates are deleted afterwards; point it at a scratch database). Without REDIS_URL it
 // starts a private redis-server. `npm run bench` reports keys and bytes per caller for every
 // contender too; this one shows the stored key names.
-//   npx ts-node --transpile-only bench/memory.ts
+//   npx ts-node --transpile-only bench/memory.ts [--callers 1000] [--redis URL]
 import Redis from 'ioredis';
 import { ALGORITHMS, Limiter, RedisStore, storageKeys } from '../lib';
+import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { benchRedis } from './support/redis.util';
 
+const USAGE = `npx ts-node --transpile-only bench/memory.ts [options]
+  --callers N  callers per algorithm (default 1000)
+  --redis URL  Redis to use (default: REDIS_URL, else a private redis-server); keys under 'rl:'
+               are written and deleted, so point it at a scratch database`;
+
 async function main(): Promise<void> {
-  const redis = await benchRedis(undefined);
+  const values = parseCommandLine(USAGE, {
+    callers: { type: 'string', default: '1000' },
+    redis: { type: 'string', default: '' },
+  });
+  const redis = await benchRedis(values.redis);
   const client = new Redis(redis.url);
   const prefix = 'rl:';
-  const callers = 1_000;
+  const callers = positiveInteger(values.callers, 'callers', USAGE);
   const spends = 5;
   const version = ((await client.info('server')).match(/redis_version:(\S+)/) ?? [])[1];
   console.log(

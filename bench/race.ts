@@ -12,7 +12,7 @@ import Redis from 'ioredis';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { ALGORITHMS, Limiter, RedisStore } from '../lib';
-import { parseOptions } from './support/options.util';
+import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { ProgressBar } from './support/progress.util';
 import { benchRedis, deleteKeys, redisVersion } from './support/redis.util';
 import {
@@ -101,11 +101,20 @@ function racers(clients: readonly Redis[], prefix: string, limit: number): Racer
 }
 
 async function main(): Promise<void> {
-  const options = parseOptions(
-    process.argv.slice(2),
-    { trials: 20, limit: 5, pool: 8, redis: '', out: RESULTS_DIR, 'no-write': false },
-    USAGE,
-  );
+  const values = parseCommandLine(USAGE, {
+    trials: { type: 'string', default: '20' },
+    limit: { type: 'string', default: '5' },
+    pool: { type: 'string', default: '8' },
+    redis: { type: 'string', default: '' },
+    out: { type: 'string', default: RESULTS_DIR },
+    'no-write': { type: 'boolean', default: false },
+  });
+  const options = {
+    ...values,
+    trials: positiveInteger(values.trials, 'trials', USAGE),
+    limit: positiveInteger(values.limit, 'limit', USAGE),
+    pool: positiveInteger(values.pool, 'pool', USAGE),
+  };
   const redis = await benchRedis(options.redis);
   const pool = Array.from({ length: options.pool }, () => new Redis(redis.url));
   const prefix = `race:${process.pid}:${Date.now()}:`;

@@ -1,11 +1,15 @@
 /**
  * A horizontal bar chart as a standalone SVG, written by hand (no chart library): one bar per
  * contender, its value a ratio to a reference (the floor, or the endpoint without a limiter),
- * which is drawn as a dashed vertical line at 1.0.
+ * which is drawn as a dashed vertical line at 1.0; a whisker across a bar's end shows its 95 %
+ * interval when it has one.
  */
 export interface Bar {
   readonly label: string;
   readonly value: number;
+  /** The 95 % interval of the value, drawn as a whisker. */
+  readonly low?: number;
+  readonly high?: number;
   /** Colour group: 'reference' bars are grey, 'ours' blue, 'peer' orange. */
   readonly kind: 'reference' | 'ours' | 'peer';
 }
@@ -37,7 +41,7 @@ const TOP = 76;
 export function barChartSvg(chart: BarChart): string {
   // About 7 px per character at 12 px, in whatever sans-serif the viewer has.
   const labelWidth = 20 + 7 * Math.max(20, ...chart.bars.map((b) => b.label.length));
-  const max = Math.max(1.2, ...chart.bars.map((b) => b.value)) * 1.08;
+  const max = Math.max(1.2, ...chart.bars.map((b) => Math.max(b.value, b.high ?? 0))) * 1.08;
   const x = (value: number) => labelWidth + (value / max) * PLOT_WIDTH;
   const height = TOP + chart.bars.length * ROW + 46;
   const width = labelWidth + PLOT_WIDTH + 70;
@@ -81,7 +85,19 @@ export function barChartSvg(chart: BarChart): string {
       `<text x="${labelWidth - 8}" y="${y + 15}" text-anchor="end">${escape(bar.label)}</text>`,
       `<rect x="${labelWidth}" y="${y + 4}" width="${(end - labelWidth).toFixed(1)}" ` +
         `height="${ROW - 8}" fill="${COLOURS[bar.kind]}"/>`,
-      `<text x="${(end + 4).toFixed(1)}" y="${y + 15}" fill="#333333" stroke="#ffffff" ` +
+    );
+    let labelAt = end + 4;
+    if (bar.low !== undefined && bar.high !== undefined) {
+      const [from, to] = [x(Math.max(0, bar.low)), x(Math.max(0, bar.high))];
+      const mid = y + ROW / 2;
+      parts.push(
+        `<path d="M${from.toFixed(1)} ${mid}H${to.toFixed(1)}M${from.toFixed(1)} ${mid - 4}` +
+          `V${mid + 4}M${to.toFixed(1)} ${mid - 4}V${mid + 4}" stroke="#222222" fill="none"/>`,
+      );
+      labelAt = Math.max(labelAt, to + 4);
+    }
+    parts.push(
+      `<text x="${labelAt.toFixed(1)}" y="${y + 15}" fill="#333333" stroke="#ffffff" ` +
         `stroke-width="3" paint-order="stroke">${bar.value.toFixed(2)}×</text>`,
     );
   });

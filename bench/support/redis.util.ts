@@ -5,19 +5,37 @@
  */
 import Redis from 'ioredis';
 import { spawnRedisServer } from '../../test/support/redis-server';
+import { isLocalProcess } from './load.util';
 
 export interface BenchRedis {
   readonly url: string;
   /** Whether this process started the server (it stops it in `stop()`). */
   readonly private: boolean;
+  /**
+   * The server's process id when it runs on this machine (a private server, or a given URL whose
+   * `INFO server` process_id is a local redis-server): its CPU is the bench's own, not foreign.
+   */
+  readonly pid: number | undefined;
   stop(): Promise<void>;
 }
 
 export async function benchRedis(url: string | undefined): Promise<BenchRedis> {
   const given = url || process.env.REDIS_URL;
-  if (given) return { url: given, private: false, stop: async () => {} };
+  if (given)
+    return { url: given, private: false, pid: await localPid(given), stop: async () => {} };
   const server = await spawnRedisServer();
-  return { url: server.url, private: true, stop: () => server.stop() };
+  return { url: server.url, private: true, pid: server.pid, stop: () => server.stop() };
+}
+
+async function localPid(url: string): Promise<number | undefined> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await client.connect();
+    const pid = Number(/process_id:(\d+)/.exec(await client.info('server'))?.[1]);
+    return pid && isLocalProcess(pid, 'redis-server') ? pid : undefined;
+  } finally {
+    client.disconnect();
+  }
 }
 
 /** Deletes every key matching `pattern` (SCAN, never KEYS). */

@@ -10,9 +10,7 @@ export interface Machine {
   readonly cores: number;
   readonly redis: string;
   readonly os: string;
-  /** 1-minute load average when the run started: the machine is shared, this says how busy. */
-  readonly load: number;
-  /** The commit measured, and whether lib/ or lua/ had uncommitted changes. */
+  /** The commit measured, and where the work tree had uncommitted changes. */
   readonly revision: string;
 }
 
@@ -35,19 +33,25 @@ export function machine(redisVersion: string): Machine {
     cores,
     redis: redisVersion,
     os: `${os.type()} ${os.release()}`,
-    load: os.loadavg()[0]!,
     revision: revision(),
   };
 }
 
+/**
+ * `git rev-parse --short HEAD`, and `+ uncommitted changes in lib/, lua/` when the work tree
+ * differs from it (bench/results, which the benches write, is left out).
+ */
 function revision(): string {
   try {
     const git = (...args: string[]) =>
-      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const commit = git('rev-parse', '--short', 'HEAD');
-    return git('status', '--porcelain', '--', 'lib', 'lua')
-      ? `${commit} + uncommitted lib/lua`
-      : commit;
+      execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const commit = git('rev-parse', '--short', 'HEAD').trim();
+    const changed = git('status', '--porcelain', '--', '.', ':!bench/results')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(3).split('/')[0]!);
+    const dirs = [...new Set(changed)].map((d) => (d.includes('.') ? d : `${d}/`));
+    return dirs.length ? `${commit} + uncommitted changes in ${dirs.join(', ')}` : commit;
   } catch {
     return 'unknown (not a git checkout)';
   }
@@ -56,7 +60,7 @@ function revision(): string {
 export function describeMachine(m: Machine): string {
   return (
     `Node ${m.node}, Redis ${m.redis} on loopback, ${m.cpu}, ${m.cores} cores (${m.os}); ` +
-    `load average ${m.load.toFixed(2)} at the start (the machine is shared); redlimit at ${m.revision}`
+    `redlimit at ${m.revision}`
   );
 }
 

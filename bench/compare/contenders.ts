@@ -1,0 +1,187 @@
+/**
+ * Everything `npm run bench` measures, one {@link Contender} each: the floors, every redlimit
+ * algorithm, the peers, and redlimit on Cluster. A row's name says how its decisions reach Redis:
+ * one script run each ("unbatched"), several commands per socket write ("pipelined": ioredis
+ * `enableAutoPipelining`, still one script run per decision), or several decisions per script run
+ * ("coalesced": redlimit's default on one node).
+ */
+import { createHash } from 'node:crypto';
+import type { Cluster, Redis } from 'ioredis';
+import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { type Algorithm, ALGORITHMS, type Decision, Limiter, RedisStore } from '../../lib';
+import type { Bar } from '../support/bar-chart.util';
+import { type ConsumeShape, type ShapedFloor, shapedKeys } from './consume-shape';
+
+export interface Contender {
+  readonly name: string;
+  readonly kind: Bar['kind'];
+  /** 'cluster' rows run on the local Cluster and are compared with their own reference. */
+  readonly on: 'node' | 'cluster';
+  /** One decision for caller `i`. */
+  readonly run: (i: number) => Promise<unknown>;
+}
+
+/** The clients the contenders send on; each is warmed before it is measured. */
+export interface Clients {
+  /** A plain ioredis client: every command written as it is issued. */
+  readonly plain: Redis;
+  /** A client with `enableAutoPipelining: true`. */
+  readonly pipelined: Redis;
+  /** An ioredis Cluster client on the local Cluster, when it runs. */
+  readonly cluster?: Cluster;
+}
+
+/**
+ * Key names and limits of one pass. Throughput: a run prefix and limits that never refuse (every
+ * decision is a spend). Memory: default key names and a realistic 10 per 15 minutes, since a
+ * token bucket or GCRA state under a huge limit refills (and expires) within milliseconds.
+ */
+export interface Pass {
+  readonly prefix: string;
+  policy(algorithm: Algorithm): string;
+  limit(algorithm: Algorithm): number;
+  readonly windowMs: number;
+  /** Whether decisions must be allowed (throughput) or may be refused (memory). */
+  readonly neverRefuses: boolean;
+}
+
+/** Row names the targets and the reference ratios refer to. */
+export const NAMES = {
+  floor: 'floor: EVALSHA INCR+PEXPIRE (unbatched)',
+  floorPipelined: 'floor: EVALSHA INCR+PEXPIRE, pipelined',
+  floorShaped: "floor in redlimit's call shape (unbatched)",
+  get: 'floor: GET (unbatched)',
+  ours: (algorithm: Algorithm, keys: 1 | 2) =>
+    `redlimit ${algorithm}, ${keys} key${keys > 1 ? 's' : ''} (coalesced)`,
+  uncoalesced: (keys: 1 | 2) =>
+    `redlimit fixed-window, ${keys} key${keys > 1 ? 's' : ''}, coalesce: false (unbatched)`,
+  flexible: 'rate-limiter-flexible (unbatched)',
+  flexiblePipelined: 'rate-limiter-flexible, pipelined',
+  throttler: '@nest-lab/throttler-storage-redis (unbatched)',
+  throttlerPipelined: '@nest-lab/throttler-storage-redis, pipelined',
+  cluster: 'redlimit fixed-window, 1 key, Cluster per master (store default)',
+} as const;
+
+function ipOf(i: number): string {
+  return `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+type ScriptCommand = (numberOfKeys: number, ...args: Array<string | number>) => Promise<unknown>;
+
+/** A script on `client` under `name`, sent as EVALSHA (ioredis loads it on NOSCRIPT). */
+function script(client: Redis, name: string, lua: string): ScriptCommand {
+  client.defineCommand(name, { lua });
+  const command = (client as unknown as Record<string, ScriptCommand>)[name]!;
+  return command.bind(client);
+}
+
+/** Throws unless a redlimit decision spent: a failure or refusal would measure something else. */
+function spent(decision: Decision): void {
+  if (decision.failure) throw decision.failure.error;
+  if (!decision.allowed) throw new Error(`refused: the bench's limits must never refuse`);
+}
+
+export function contendersFor(
+  clients: Clients,
+  pass: Pass,
+  callers: number,
+  shape: ConsumeShape,
+  shaped: ShapedFloor,
+): Contender[] {
+  const { prefix, windowMs } = pass;
+  const { plain, pipelined } = clients;
+  const ips = Array.from({ length: callers }, (_, i) => ipOf(i));
+  const ipKeys = ips.map((ip) => `ip:${ip}`);
+  const pairs = ips.map((ip, i) => [`ip:${ip}`, `email:user${i}@example.com`]);
+  const check = pass.neverRefuses ? spent : () => {};
+  const list: Contender[] = [];
+  const add = (
+    name: string,
+    kind: Bar['kind'],
+    run: Contender['run'],
+    on: Contender['on'] = 'node',
+  ) => list.push({ name, kind, on, run });
+
+  // The floor: one script run per decision that does the least a counter must (INCR + PEXPIRE).
+  const floorLua =
+    "local n = redis.call('INCR', KEYS[1])\nredis.call('PEXPIRE', KEYS[1], ARGV[1])\nreturn n";
+  const floor = script(plain, 'benchFloor', floorLua);
+  const floorPipelined = script(pipelined, 'benchFloor', floorLua);
+  const floorKeys = ipKeys.map((key) => `${prefix}floor:${key}`);
+  add(NAMES.floor, 'reference', (i) => floor(1, floorKeys[i]!, windowMs));
+  add(NAMES.floorPipelined, 'reference', (i) => floorPipelined(1, floorKeys[i]!, windowMs));
+  const shapedCalls = ipKeys.map((key) => shapedKeys(shape, key));
+  add(NAMES.floorShaped, 'reference', (i) => shaped.call(shapedCalls[i]!));
+  const getKeys = ipKeys.map((key) => `${prefix}get:${key}`);
+  add(NAMES.get, 'reference', (i) => plain.get(getKeys[i]!));
+
+  const limiters = (store: RedisStore) =>
+    new Map(
+      ALGORITHMS.map((algorithm) => [
+        algorithm,
+        new Limiter(store, {
+          name: pass.policy(algorithm),
+          algorithm,
+          limit: pass.limit(algorithm),
+          window: windowMs,
+        }),
+      ]),
+    );
+  const coalesced = limiters(new RedisStore({ client: plain, prefix: `${prefix}rl:` }));
+  for (const algorithm of ALGORITHMS) {
+    const limiter = coalesced.get(algorithm)!;
+    add(NAMES.ours(algorithm, 1), 'ours', async (i) => check(await limiter.consume(ipKeys[i]!)));
+    add(NAMES.ours(algorithm, 2), 'ours', async (i) => check(await limiter.consume(pairs[i]!)));
+  }
+  const uncoalesced = limiters(
+    new RedisStore({ client: plain, prefix: `${prefix}rl:`, coalesce: false }),
+  ).get('fixed-window')!;
+  add(NAMES.uncoalesced(1), 'ours', async (i) => check(await uncoalesced.consume(ipKeys[i]!)));
+  add(NAMES.uncoalesced(2), 'ours', async (i) => check(await uncoalesced.consume(pairs[i]!)));
+
+  // rate-limiter-flexible in its ioredis mode: one EVALSHA of its INCR + PTTL script.
+  const flexible = (storeClient: Redis) =>
+    new RateLimiterRedis({
+      storeClient,
+      keyPrefix: `${prefix}rlflx`,
+      points: pass.limit('fixed-window'),
+      duration: windowMs / 1000,
+    });
+  const [flexiblePlain, flexiblePipelined] = [flexible(plain), flexible(pipelined)];
+  add(NAMES.flexible, 'peer', (i) => flexiblePlain.consume(ips[i]!));
+  add(NAMES.flexiblePipelined, 'peer', (i) => flexiblePipelined.consume(ips[i]!));
+
+  // @nest-lab/throttler-storage-redis as @nestjs/throttler's ThrottlerGuard calls it: the key is
+  // the guard's SHA-256 of class, handler, throttler name and tracker.
+  const throttlerKeys = ips.map(
+    (ip) =>
+      prefix + createHash('sha256').update(`BenchController-hello-default-${ip}`).digest('hex'),
+  );
+  const limit = pass.limit('fixed-window');
+  for (const [name, client] of [
+    [NAMES.throttler, plain],
+    [NAMES.throttlerPipelined, pipelined],
+  ] as const) {
+    const storage = new ThrottlerStorageRedisService(client);
+    if (storage.redis !== client)
+      throw new Error('ThrottlerStorageRedisService did not take the client');
+    add(name, 'peer', (i) =>
+      storage.increment(throttlerKeys[i]!, windowMs, limit, windowMs, 'default'),
+    );
+  }
+
+  if (clients.cluster) {
+    const onCluster = new Limiter(
+      new RedisStore({ client: clients.cluster, prefix: `${prefix}rl:` }),
+      {
+        name: pass.policy('fixed-window'),
+        algorithm: 'fixed-window',
+        limit: pass.limit('fixed-window'),
+        window: windowMs,
+      },
+    );
+    add(NAMES.cluster, 'ours', async (i) => check(await onCluster.consume(ipKeys[i]!)), 'cluster');
+  }
+  return list;
+}

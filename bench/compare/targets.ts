@@ -1,0 +1,134 @@
+/**
+ * The targets of issue 13 (part 2), each judged on the interval of what was measured in this run:
+ * a "≥" target is met only when the interval's lower bound is at or above it, a "≤" target only
+ * when the upper bound is at or below it. On a loaded machine nothing is judged.
+ */
+import { ALGORITHMS } from '../../lib';
+import { markdownTable } from '../support/report.util';
+import { type Estimate, withInterval } from '../support/stats.util';
+import { NAMES } from './contenders';
+import type { Sample } from './throughput';
+
+/** What the targets read from the run; undefined where a row was not measured. */
+export interface Measured {
+  /** Median over rounds of a's decisions/s divided by b's in the same round, with its interval. */
+  ratio(a: string, b: string): Estimate | undefined;
+  /** Median over rounds of one of a's per-decision costs, with its interval. */
+  cost(a: string, field: keyof Sample): Estimate | undefined;
+  /** Median over latency rounds of a's p99 divided by the floor's in the same round. */
+  p99Ratio(a: string): Estimate | undefined;
+  /** Median decisions/s of a row over the rounds. */
+  rate(a: string): number | undefined;
+}
+
+export interface Target {
+  readonly label: string;
+  readonly estimate: Estimate | undefined;
+  readonly bound: number;
+  readonly atMost: boolean;
+  readonly unit: '×' | ' µs';
+}
+
+export function targets(measured: Measured): Target[] {
+  const list: Target[] = [];
+  const atLeast = (label: string, estimate: Estimate | undefined, bound: number) =>
+    list.push({ label, estimate, bound, atMost: false, unit: '×' });
+  const fixed = NAMES.ours('fixed-window', 1);
+  atLeast('fixed window, 1 key, default × floor', measured.ratio(fixed, NAMES.floor), 1.5);
+  atLeast(
+    'fixed window, 2 keys, default × floor',
+    measured.ratio(NAMES.ours('fixed-window', 2), NAMES.floor),
+    1.2,
+  );
+  for (const algorithm of ALGORITHMS) {
+    if (algorithm === 'fixed-window') continue;
+    atLeast(
+      `${algorithm}, 1 key, default × floor`,
+      measured.ratio(NAMES.ours(algorithm, 1), NAMES.floor),
+      algorithm === 'sliding-log' ? 0.9 : 1.2,
+    );
+  }
+  atLeast(
+    'fixed window, 1 key, `coalesce: false` × floor',
+    measured.ratio(NAMES.uncoalesced(1), NAMES.floor),
+    0.9,
+  );
+  atLeast(
+    'fixed window, 2 keys, `coalesce: false` × floor',
+    measured.ratio(NAMES.uncoalesced(2), NAMES.floor),
+    0.8,
+  );
+  // rate-limiter-flexible in whichever of its two setups was faster in this run.
+  const [plain, pipelined] = [NAMES.flexible, NAMES.flexiblePipelined].map((name) =>
+    measured.rate(name),
+  );
+  const flexible =
+    plain === undefined && pipelined === undefined
+      ? undefined
+      : (pipelined ?? -1) > (plain ?? -1)
+        ? NAMES.flexiblePipelined
+        : NAMES.flexible;
+  atLeast(
+    'fixed window, 1 key, default × rate-limiter-flexible in its faster setup' +
+      (flexible
+        ? ` (this run: ${flexible === NAMES.flexible ? 'plain' : 'pipelined'} client)`
+        : ''),
+    flexible ? measured.ratio(fixed, flexible) : undefined,
+    1.8,
+  );
+  const atMost = (
+    label: string,
+    estimate: Estimate | undefined,
+    bound: number,
+    unit: Target['unit'],
+  ) => list.push({ label, estimate, bound, atMost: true, unit });
+  atMost(
+    'Node CPU µs per decision, fixed window 1 key, default',
+    measured.cost(fixed, 'nodeCpuUs'),
+    3,
+    ' µs',
+  );
+  atMost(
+    'Redis µs per decision (commandstats), fixed window 1 key, default',
+    measured.cost(fixed, 'redisCommandUs'),
+    4,
+    ' µs',
+  );
+  atMost(
+    "p99 at 50 % of the floor's saturation rate, fixed window 1 key, default × floor's p99",
+    measured.p99Ratio(fixed),
+    1,
+    '×',
+  );
+  atLeast(
+    'Cluster per master × single node, fixed window 1 key, `coalesce: false`',
+    measured.ratio(NAMES.cluster, NAMES.uncoalesced(1)),
+    1,
+  );
+  return list;
+}
+
+/**
+ * `met`, `missed`, `not measured`, or `not judged (machine loaded)` (the reason is printed once,
+ * above the table, by {@link targetsTable}).
+ */
+export function verdict(target: Target, notJudged: string | undefined): string {
+  const { estimate, bound, atMost } = target;
+  if (!estimate || Number.isNaN(estimate.value)) return 'not measured';
+  if (notJudged) return `not judged (${notJudged.split(':')[0]})`;
+  return (atMost ? estimate.high <= bound : estimate.low >= bound) ? 'met' : 'missed';
+}
+
+export function targetsTable(list: readonly Target[], notJudged: string | undefined): string {
+  const digits = (t: Target) => (t.unit === '×' ? 2 : 1);
+  const table = markdownTable(
+    ['target', 'measured: median [95 % interval]', 'target', 'verdict'],
+    list.map((t) => [
+      t.label,
+      t.estimate ? withInterval(t.estimate, digits(t), t.unit) : '–',
+      `${t.atMost ? '≤' : '≥'} ${t.bound.toFixed(digits(t))}${t.unit}`,
+      verdict(t, notJudged),
+    ]),
+  );
+  return notJudged ? `**No verdicts: ${notJudged}.**\n\n${table}` : table;
+}
