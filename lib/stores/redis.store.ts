@@ -3,7 +3,8 @@ import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { ClockOffset } from './clock-offset';
 import { clusterSlot } from './cluster-slot.util';
-import { type ScriptId, scriptFor } from './scripts';
+import { explainScriptError, ScriptRunner } from './script-runner';
+import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { storageKey, storageKeysWithLedgers } from './storage-key.util';
@@ -80,7 +81,6 @@ interface Queued {
 type ScriptReply = [number, number, number, number, number, number, number, number, number];
 /** Values per decision in a consume-frame or batch/consume reply, before its reset marks. */
 const REPLY_LENGTH = 9;
-type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
 /** A script's answer for one request, with what merging slot groups needs. */
 type GroupResult = SpendResult & { readonly resetIfUnspentMs: number };
@@ -124,6 +124,7 @@ export class RedisStore implements Store {
   private readonly expiryOffsetMs: number;
   private readonly cluster: boolean;
   private readonly redisClock = new ClockOffset();
+  private readonly scripts: ScriptRunner;
   /**
    * Operations issued while the first measurement of the Redis clock runs: held, then sent in
    * issue order once it answers (a spend needs the clock for its deadline; nothing may overtake it).
@@ -164,6 +165,7 @@ export class RedisStore implements Store {
       );
     }
     this.client = client;
+    this.scripts = new ScriptRunner(client);
     this.prefix = prefix;
     this.clock = options.clock;
     this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
@@ -556,15 +558,11 @@ export class RedisStore implements Store {
       return;
     }
     const keys: string[] = [];
-    const args: Array<string | number> = [
-      this.now(),
-      this.expiryOffsetMs,
-      '',
-      '',
-      '',
-      '',
-      batch.length,
-    ];
+    // Rule sets first, each once (decisions of one policy share its limits array), then decisions.
+    const args: Array<string | number> = [this.now(), this.expiryOffsetMs, '', '', '', '', 0];
+    const sets = new Map<readonly unknown[], { set: number; algorithm: string }>();
+    let setCount = 0;
+    const decisions: Array<string | number> = [batch.length];
     for (const { request, spend, spendId, deadline, now } of batch) {
       for (const key of storageKeysWithLedgers(
         this.prefix,
@@ -573,17 +571,24 @@ export class RedisStore implements Store {
         request.limits.length,
       ))
         keys.push(key);
-      args.push(
-        request.algorithm,
+      let known = sets.get(request.limits);
+      if (known === undefined || known.algorithm !== request.algorithm) {
+        known = { set: ++setCount, algorithm: request.algorithm };
+        sets.set(request.limits, known);
+        args.push(request.algorithm, ...limitArgs(request));
+      }
+      decisions.push(
+        known.set,
         request.cost,
         spend ? '1' : '0',
         spendId ?? '',
         deadline,
         now,
         request.keys.length,
-        ...limitArgs(request),
       );
     }
+    args[6] = setCount;
+    for (const value of decisions) args.push(value);
     const sentAt = monotonicNow();
     this.counted(this.run('batch/consume', keys, args)).then(
       (reply) => {
@@ -730,24 +735,8 @@ export class RedisStore implements Store {
     return this.clock ? String(Math.floor(this.clock())) : '';
   }
 
-  /**
-   * Runs a script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. ioredis
-   * retries once, and may send that retry as EVALSHA (another retry has just loaded the script on
-   * this connection): a second flush in between answers NOSCRIPT again. NOSCRIPT means the script
-   * did not run, so the call is sent once more as EVAL, which cannot answer it.
-   */
   private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
-    const { command, lua } = scriptFor(id);
-    const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
-    if (!client[command]) this.client.defineCommand(command, { lua });
-    const call = client[command] as ScriptCommand;
-    return call
-      .call(this.client, keys.length, ...keys, ...args)
-      .catch((error: unknown) => {
-        if (!isNoScript(error)) throw error;
-        return this.client.eval(lua, keys.length, ...keys, ...args);
-      })
-      .catch(explainScriptError);
+    return this.scripts.run(id, keys, args);
   }
 }
 
@@ -921,23 +910,6 @@ function mergeStack(
     return merged;
   });
   return { allowed, refusingIndex, results };
-}
-
-/** Redis did not have the script: it did not run, so sending it again cannot spend twice. */
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
-}
-
-/** Script errors a user can act on get a message that says what to do. */
-function explainScriptError(error: unknown): never {
-  const message = error instanceof Error ? error.message : String(error);
-  if (/unknown (redis )?command/i.test(message) && /pexpiretime|script/i.test(message)) {
-    throw new Error(
-      `redlimit needs Redis 7.0 or later (its scripts call PEXPIRETIME and SET … PXAT): ${message}`,
-      { cause: error },
-    );
-  }
-  throw error;
 }
 
 const DAY_MS = 86_400_000;

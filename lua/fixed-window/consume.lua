@@ -13,6 +13,5 @@ names its window: "count:windowEnd" (about 88 bytes per key).
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used).
 ]]
---#include lib/prelude.lua
 --#include fixed-window/model.lua
 --#include lib/consume-frame.lua

@@ -8,7 +8,6 @@ does nothing. Never creates a key, never goes below zero.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
---#include lib/prelude.lua
 --#include fixed-window/model.lua
 
 local function refund(key, limit, window, burst, at)

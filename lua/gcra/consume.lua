@@ -8,6 +8,5 @@ expires at the theoretical arrival time, when the allowance is whole again.
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua.
 ]]
---#include lib/prelude.lua
 --#include gcra/model.lua
 --#include lib/consume-frame.lua

@@ -27,23 +27,26 @@ Return {allowed 0|1, remaining, binding limit (1-based: the refusing one when re
        or {-1, now} when the deadline had passed
 ]]
 --#include lib/decide.lua
-if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
-local clockNow = now
-local limitCount, rules = readRules(7)
-local keyCount = #KEYS / (limitCount + 1)
-local evaluations, allowed, remaining, binding, wait, refusing, seen =
-  judge(evaluate, 0, keyCount, limitCount, rules)
-if seen > now then
-  now = seen
-  evaluations, allowed, remaining, binding, wait, refusing =
+local function main()
+  if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
+
+  local clockNow = now
+  local limitCount, rules = readRules(7)
+  local keyCount = #KEYS / (limitCount + 1)
+  local evaluations, allowed, remaining, binding, wait, refusing, seen =
     judge(evaluate, 0, keyCount, limitCount, rules)
+  if seen > now then
+    now = seen
+    evaluations, allowed, remaining, binding, wait, refusing =
+      judge(evaluate, 0, keyCount, limitCount, rules)
+  end
+  local spend = ARGV[4] == '1'
+  local resetAfter, resetUnspent =
+    settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, spend)
+  if allowed then remaining = remaining - cost end -- a refusal spends nothing
+  local reply = { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
+    behind(resetAfter, clockNow), refusing, clockNow, behind(resetUnspent, clockNow), now }
+  appendResetMarks(reply, keyCount * limitCount, keyCount, spend and allowed)
+  return reply
 end
-local spend = ARGV[4] == '1'
-local resetAfter, resetUnspent =
-  settle(commit, evaluations, 0, keyCount, limitCount, rules, allowed, spend)
-if allowed then remaining = remaining - cost end -- a refusal spends nothing
-local reply = { allowed and 1 or 0, remaining, binding, behind(wait, clockNow),
-  behind(resetAfter, clockNow), refusing, clockNow, behind(resetUnspent, clockNow), now }
-appendResetMarks(reply, keyCount * limitCount, keyCount, spend and allowed)
-return reply

@@ -65,14 +65,17 @@ end
 
 --[[
 The mark of each caller key's last reset (0: none), from its ledger KEYS[ledgerBase + k] (see
-lib/refund-frame.lua), appended to `reply`: a spend's receipt keeps them, and a refund gives nothing
+lib/refund-frame.lua), appended to `reply` (written from reply[n + 1] on, with appendResetMarksAt): a spend's receipt keeps them, and a refund gives nothing
 back on a key whose mark has moved since (it was reset after the spend). A peek appends zeros.
 ]]
-local function appendResetMarks(reply, ledgerBase, keyCount, spend)
-  local n = #reply
+local function appendResetMarksAt(reply, n, ledgerBase, keyCount, spend)
   for k = 1, keyCount do
     reply[n + k] = spend and tonumber(rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')) or 0
   end
+end
+
+local function appendResetMarks(reply, ledgerBase, keyCount, spend)
+  appendResetMarksAt(reply, #reply, ledgerBase, keyCount, spend)
 end
 
 --[[ Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. ]]

@@ -1,22 +1,32 @@
 --[[
-lib/prelude.lua: included at the top of every script. Reads the clock and the arguments every
-operation shares (see the frames for the ARGV layout). `customClock`: the limiter's clock, not
-Redis TIME, gives `now`; Redis still expires keys in real time, so expiries are shifted by `offset`
-(which differs between processes) and nothing may be recognised by its exact expiry.
-]]
-local rcall = redis.call
+lib/prelude.lua: the start of the library (lib/library.lua assembles it; see lib/stores/scripts.ts).
+Declares what every operation shares, as upvalues of every script's functions, and `begin`, which
+each call runs first: it binds the call's KEYS and ARGV, reads the clock and the arguments every
+operation shares (see the frames for the ARGV layout). Redis runs one call at a time, so these
+are the current call's until it returns. `customClock`: the limiter's clock, not Redis TIME, gives
+`now`; Redis still expires keys in real time, so expiries are shifted by `offset` (which differs
+between processes) and nothing may be recognised by its exact expiry.
 
-local customClock = ARGV[1] ~= ''
-local now
-if not customClock then
-  local t = rcall('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
-local offset = tonumber(ARGV[2])
-local cost = tonumber(ARGV[3])
-local spendId = ARGV[5]
+Everything else the scripts define (models, helpers) is built once, when the library is loaded,
+not on every call.
+]]
+local KEYS, ARGV, rcall
+local customClock, now, offset, cost, spendId
 -- Set by lib/stack-frame.lua when this run is one slot group of a cross-slot spend on Cluster,
 -- which may be compensated (see lib/bucket.lua).
-local compensable = false
+local compensable
+
+local function begin(keys, args)
+  KEYS, ARGV, rcall = keys, args, redis.call
+  customClock = args[1] ~= ''
+  if not customClock then
+    local t = rcall('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  else
+    now = tonumber(args[1])
+  end
+  offset = tonumber(args[2])
+  cost = tonumber(args[3])
+  spendId = args[5]
+  compensable = false
+end

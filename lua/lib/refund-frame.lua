@@ -27,15 +27,9 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
 Return number of (key, limit) states that gave something back
 ]]
 local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
-local at = tonumber(ARGV[4])
-local lifetime = tonumber(ARGV[6])
-local record = lifetime >= 0
-if not record then lifetime = -lifetime end
-local limitCount = tonumber(ARGV[7])
-local keyCount = #KEYS / (limitCount + 1)
-local reduced = 0
 
-local function settled(ledger, k)
+-- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
+local function settled(ledger, k, at, lifetime, limitCount)
   if now - at > lifetime then return true end -- it weighs on nothing any more (or it might not)
   local mark = tonumber(rcall('ZSCORE', ledger, 'reset'))
   if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
@@ -44,7 +38,7 @@ local function settled(ledger, k)
   return spendId ~= '' and rcall('ZSCORE', ledger, spendId) ~= false -- refunded already
 end
 
-local function remember(ledger)
+local function remember(ledger, at, lifetime)
   local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
   rcall('ZADD', ledger, at, spendId)
   rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
@@ -70,18 +64,26 @@ local function remember(ledger)
   if rcall('PEXPIRETIME', ledger) < expireAt then rcall('PEXPIREAT', ledger, expireAt) end
 end
 
-for k = 1, keyCount do
-  local first = (k - 1) * limitCount
-  local ledger = KEYS[keyCount * limitCount + k]
-  if not settled(ledger, k) then
-    local given = 0
-    for l = 1, limitCount do
-      local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
-      given = given + refund(KEYS[first + l], limit, window, burst, at)
+local function main()
+  local at = tonumber(ARGV[4])
+  local lifetime = tonumber(ARGV[6])
+  local record = lifetime >= 0
+  if not record then lifetime = -lifetime end
+  local limitCount = tonumber(ARGV[7])
+  local keyCount = #KEYS / (limitCount + 1)
+  local reduced = 0
+  for k = 1, keyCount do
+    local first = (k - 1) * limitCount
+    local ledger = KEYS[keyCount * limitCount + k]
+    if not settled(ledger, k, at, lifetime, limitCount) then
+      local given = 0
+      for l = 1, limitCount do
+        local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
+        given = given + refund(KEYS[first + l], limit, window, burst, at)
+      end
+      if given > 0 and record and spendId ~= '' then remember(ledger, at, lifetime) end
+      reduced = reduced + given
     end
-    if given > 0 and record and spendId ~= '' then remember(ledger) end
-    reduced = reduced + given
   end
+  return reduced
 end
-
-return reduced

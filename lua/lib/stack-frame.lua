@@ -24,30 +24,10 @@ Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first
        or {-1, now} when the deadline had passed
 ]]
 --#include lib/decide.lua
-if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
-
-local spend = ARGV[4] == '1'
-compensable = spend and ARGV[3] == '1'
-local partCount = tonumber(ARGV[7])
-local parts = {}
-local j, base = 8, 0
-
-for p = 1, partCount do
-  local model = models[ARGV[j]]
-  if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
-  local keyCount = tonumber(ARGV[j + 2])
-  local limitCount, rules = readRules(j + 3)
-  parts[p] = {
-    model = model, cost = tonumber(ARGV[j + 1]), base = base, keyCount = keyCount,
-    limitCount = limitCount, rules = rules,
-  }
-  j = j + 4 + 3 * limitCount
-  base = base + keyCount * (limitCount + 1)
-end
 
 -- Judges every part at `now`; returns whether all fit, the refusing part, and the latest instant
 -- a state has seen (see lib/decide.lua).
-local function judgeParts()
+local function judgeParts(parts, partCount)
   local allowed, refusingPart, longestWait, seen = true, 0, 0, -1
   for p = 1, partCount do
     local part = parts[p]
@@ -65,25 +45,48 @@ local function judgeParts()
   return allowed, refusingPart, seen
 end
 
-local clockNow = now
-local allowed, refusingPart, seen = judgeParts()
-if seen > now then
-  now = seen
-  allowed, refusingPart = judgeParts()
-end
+local function main()
+  if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
 
-local reply = { allowed and 1 or 0, refusingPart, clockNow, now }
-for p = 1, partCount do
-  local part = parts[p]
-  cost = part.cost
-  local resetAfter, resetUnspent = settle(part.model.commit, part.evaluations, part.base,
-    part.keyCount, part.limitCount, part.rules, allowed, spend)
-  -- A part that fitted while another refused reports no wait of its own and nothing spent.
-  local remaining = allowed and part.remaining - cost or part.remaining
-  local n = #reply
-  reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, behind(part.wait, clockNow)
-  reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), part.refusing
-  reply[n + 6] = behind(resetUnspent, clockNow)
-  appendResetMarks(reply, part.base + part.keyCount * part.limitCount, part.keyCount, spend and allowed)
+  local spend = ARGV[4] == '1'
+  compensable = spend and ARGV[3] == '1'
+  local partCount = tonumber(ARGV[7])
+  local parts = {}
+  local j, base = 8, 0
+
+  for p = 1, partCount do
+    local model = models[ARGV[j]]
+    if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
+    local keyCount = tonumber(ARGV[j + 2])
+    local limitCount, rules = readRules(j + 3)
+    parts[p] = {
+      model = model, cost = tonumber(ARGV[j + 1]), base = base, keyCount = keyCount,
+      limitCount = limitCount, rules = rules,
+    }
+    j = j + 4 + 3 * limitCount
+    base = base + keyCount * (limitCount + 1)
+  end
+
+  local clockNow = now
+  local allowed, refusingPart, seen = judgeParts(parts, partCount)
+  if seen > now then
+    now = seen
+    allowed, refusingPart = judgeParts(parts, partCount)
+  end
+
+  local reply = { allowed and 1 or 0, refusingPart, clockNow, now }
+  for p = 1, partCount do
+    local part = parts[p]
+    cost = part.cost
+    local resetAfter, resetUnspent = settle(part.model.commit, part.evaluations, part.base,
+      part.keyCount, part.limitCount, part.rules, allowed, spend)
+    -- A part that fitted while another refused reports no wait of its own and nothing spent.
+    local remaining = allowed and part.remaining - cost or part.remaining
+    local n = #reply
+    reply[n + 1], reply[n + 2], reply[n + 3] = remaining, part.binding, behind(part.wait, clockNow)
+    reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), part.refusing
+    reply[n + 6] = behind(resetUnspent, clockNow)
+    appendResetMarks(reply, part.base + part.keyCount * part.limitCount, part.keyCount, spend and allowed)
+  end
+  return reply
 end
-return reply

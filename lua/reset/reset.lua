@@ -10,25 +10,26 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3]-[5] unused
        [6] the policy's lifetime ms (its longest state)  [7] L
 Return number of state keys removed
 ]]
---#include lib/prelude.lua
 
-local lifetime = tonumber(ARGV[6])
-local limitCount = tonumber(ARGV[7])
-local keyCount = #KEYS / (limitCount + 1)
-local removed = 0
+local function main()
+  local lifetime = tonumber(ARGV[6])
+  local limitCount = tonumber(ARGV[7])
+  local keyCount = #KEYS / (limitCount + 1)
+  local removed = 0
 
-for k = 1, keyCount do
-  local ledger = KEYS[keyCount * limitCount + k]
-  -- The ledger outlives every state it wipes (a clock behind can have written later expiries).
-  local expireAt = math.max(now + lifetime + offset, rcall('PEXPIRETIME', ledger))
-  for l = 1, limitCount do
-    local key = KEYS[(k - 1) * limitCount + l]
-    expireAt = math.max(expireAt, rcall('PEXPIRETIME', key))
-    removed = removed + rcall('DEL', key)
+  for k = 1, keyCount do
+    local ledger = KEYS[keyCount * limitCount + k]
+    -- The ledger outlives every state it wipes (a clock behind can have written later expiries).
+    local expireAt = math.max(now + lifetime + offset, rcall('PEXPIRETIME', ledger))
+    for l = 1, limitCount do
+      local key = KEYS[(k - 1) * limitCount + l]
+      expireAt = math.max(expireAt, rcall('PEXPIRETIME', key))
+      removed = removed + rcall('DEL', key)
+    end
+    local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
+    rcall('ZADD', ledger, mark, 'reset')
+    rcall('PEXPIREAT', ledger, expireAt)
   end
-  local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
-  rcall('ZADD', ledger, mark, 'reset')
-  rcall('PEXPIREAT', ledger, expireAt)
-end
 
-return removed
+  return removed
+end

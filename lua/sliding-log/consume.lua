@@ -10,6 +10,5 @@ newest member. Memory grows with the limit: O(limit) members per key.
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used; a spend id is required).
 ]]
---#include lib/prelude.lua
 --#include sliding-log/model.lua
 --#include lib/consume-frame.lua

@@ -5,7 +5,6 @@ is created. The expiry is kept.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
---#include lib/prelude.lua
 
 local function refund(key, limit, window, burst, at)
   if spendId == '' or at <= now - window then return 0 end -- its members no longer count

@@ -13,6 +13,5 @@ all in whole numbers (limit * window < 2^53 is checked before the script runs).
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used).
 ]]
---#include lib/prelude.lua
 --#include sliding-window/model.lua
 --#include lib/consume-frame.lua

@@ -8,7 +8,6 @@ kept, counts never go below zero, and no key is created.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
---#include lib/prelude.lua
 
 local function refund(key, limit, window, burst, at)
   local charged = math.floor(at / window)

@@ -7,6 +7,5 @@ never meet; lib/stack-frame.lua sets `cost` to each part's own before evaluating
 
 KEYS, ARGV and the reply: see lib/stack-frame.lua.
 ]]
---#include lib/prelude.lua
 --#include lib/models.lua
 --#include lib/stack-frame.lua

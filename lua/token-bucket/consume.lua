@@ -7,6 +7,5 @@ see lib/bucket.lua. The key expires when the bucket would be full again.
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua.
 ]]
---#include lib/prelude.lua
 --#include token-bucket/model.lua
 --#include lib/consume-frame.lua

@@ -5,7 +5,6 @@ since the spend. Never creates a key.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
---#include lib/prelude.lua
 --#include lib/token-bucket-state.lua
 --#include lib/bucket.lua
 --#include lib/refund-frame.lua

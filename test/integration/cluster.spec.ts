@@ -23,7 +23,7 @@ async function scriptCalls(cluster: Cluster): Promise<number> {
   const counts = await Promise.all(
     cluster.nodes('master').map(async (node) => {
       const stats = await node.info('commandstats');
-      return [...stats.matchAll(/cmdstat_eval(?:sha)?:calls=(\d+)/g)].reduce(
+      return [...stats.matchAll(/cmdstat_(?:eval(?:sha)?|fcall):calls=(\d+)/g)].reduce(
         (n, m) => n + Number(m[1]),
         0,
       );
@@ -243,9 +243,11 @@ describeOnCluster(
       return new Proxy(client, {
         get(target, prop, receiver) {
           const value = Reflect.get(target, prop, receiver) as unknown;
-          if (prop !== 'redlimit_stack_consume' || typeof value !== 'function') return value;
+          if (prop !== 'call' || typeof value !== 'function') return value;
           return async (...args: unknown[]) => {
-            if (groups++ === 1) await between();
+            const [command, argv] = args as [string, unknown[]];
+            const stack = command === 'fcall' && String(argv[0]).endsWith('_stack_consume');
+            if (stack && groups++ === 1) await between();
             return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
           };
         },

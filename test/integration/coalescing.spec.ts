@@ -10,7 +10,8 @@ const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 async function scriptCalls(client: Redis): Promise<number> {
   const info = await client.info('commandstats');
   let calls = 0;
-  for (const m of info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)) calls += Number(m[2]);
+  for (const m of info.matchAll(/^cmdstat_(evalsha|eval|fcall):calls=(\d+)/gm))
+    calls += Number(m[2]);
   return calls;
 }
 

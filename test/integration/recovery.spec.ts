@@ -13,20 +13,22 @@ async function storedCount(client: Redis, prefix: string): Promise<number> {
 }
 
 /**
- * A client that sends SCRIPT FLUSH on its own connection just before chosen script calls (counted
- * from 1 over every EVALSHA it is asked to send, retries included), so a flush lands exactly
- * between two commands. Keeps every script command it sent, to check the order really happened.
+ * A client that sends FUNCTION FLUSH on its own connection just before chosen function calls
+ * (counted from 1 over every FCALL it is asked to send, retries included), so a flush lands
+ * exactly between two commands. Keeps every FCALL and FUNCTION command it sent, to check the order
+ * really happened.
  */
 class FlushingRedis extends Redis {
   readonly flushBefore = new Set<number>();
   readonly scriptCalls: Command[] = [];
+  private fcalls = 0;
 
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    if (command.name === 'evalsha') {
-      this.scriptCalls.push(command);
-      if (this.flushBefore.has(this.scriptCalls.length))
-        void super.sendCommand(new Command('script', ['FLUSH']), stream);
+    if (command.name === 'fcall') {
+      if (this.flushBefore.has(++this.fcalls))
+        void super.sendCommand(new Command('function', ['FLUSH']), stream);
     }
+    if (command.name === 'fcall' || command.name === 'function') this.scriptCalls.push(command);
     return super.sendCommand(command, stream);
   }
 }
@@ -38,36 +40,39 @@ describe('recovery', () => {
   afterAll(() => process.off('unhandledRejection', onUnhandled));
   afterEach(() => expect(unhandled).toEqual([]));
 
-  it('SCRIPT FLUSH during traffic: no error reaches a caller, and nothing is spent twice', async () => {
-    const server = await startRedisServer();
-    const client = new Redis(server.url);
-    const admin = new Redis(server.url);
-    try {
-      const limiter = new Limiter(new RedisStore({ client, prefix: 'flush:' }), {
-        name: 'p',
-        algorithm: 'fixed-window',
-        limit: 150,
-        window: '1h',
-      });
-      const decisions: Decision[] = [];
-      for (let batch = 0; batch < 4; batch++) {
-        const burst = Array.from({ length: 50 }, (_, i) => limiter.consume(`k${i % 5}`));
-        // Lands during the burst or just after it (the next burst then meets it): either way a
-        // flush can fall between a NOSCRIPT and its retry.
-        await admin.script('FLUSH');
-        decisions.push(...(await Promise.all(burst)));
+  it.each(['SCRIPT', 'FUNCTION'])(
+    '%s FLUSH during traffic: no error reaches a caller, and nothing is spent twice',
+    async (what) => {
+      const server = await startRedisServer();
+      const client = new Redis(server.url);
+      const admin = new Redis(server.url);
+      try {
+        const limiter = new Limiter(new RedisStore({ client, prefix: 'flush:' }), {
+          name: 'p',
+          algorithm: 'fixed-window',
+          limit: 150,
+          window: '1h',
+        });
+        const decisions: Decision[] = [];
+        for (let batch = 0; batch < 4; batch++) {
+          const burst = Array.from({ length: 50 }, (_, i) => limiter.consume(`k${i % 5}`));
+          // Lands during the burst or just after it (the next burst then meets it): either way a
+          // flush can fall between a miss and its retry.
+          await admin.call(what, 'FLUSH');
+          decisions.push(...(await Promise.all(burst)));
+        }
+        expect(decisions.filter((d) => d.failure)).toEqual([]);
+        expect(decisions.every((d) => d.allowed)).toBe(true);
+        expect(await storedCount(admin, 'flush:')).toBe(200);
+      } finally {
+        client.disconnect();
+        admin.disconnect();
+        await server.stop();
       }
-      expect(decisions.filter((d) => d.failure)).toEqual([]);
-      expect(decisions.every((d) => d.allowed)).toBe(true);
-      expect(await storedCount(admin, 'flush:')).toBe(200);
-    } finally {
-      client.disconnect();
-      admin.disconnect();
-      await server.stop();
-    }
-  });
+    },
+  );
 
-  it('a second flush between a NOSCRIPT and its retry: the call still runs, once', async () => {
+  it('a second function flush between a miss and its retry: every call still runs, once', async () => {
     const server = await startRedisServer();
     const client = new FlushingRedis(server.url);
     try {
@@ -79,36 +84,31 @@ describe('recovery', () => {
         limit: 10,
         window: '1h',
       });
-      expect((await limiter.consume('warm')).allowed).toBe(true); // script loaded on this connection
-      // A and B are refused NOSCRIPT; ioredis resends A as EVAL (loading the script) and B, right
-      // behind it, as EVALSHA; a flush before B's resend answers NOSCRIPT a second time. That
-      // needs both NOSCRIPT replies read in one go, which loopback nearly always gives: tried up
-      // to 5 times, and it must happen at least once.
-      let exercised = false;
-      let spends = 1;
-      for (let attempt = 0; attempt < 5 && !exercised; attempt++) {
-        const first = client.scriptCalls.length;
-        client.flushBefore.clear();
-        client.flushBefore.add(first + 1).add(first + 4);
-        const key = `k${attempt}`;
-        const [a, b] = await Promise.all([limiter.consume(key), limiter.consume(key)]);
-        expect(a.failure).toBeUndefined();
-        expect(b.failure).toBeUndefined();
-        expect([a.allowed, b.allowed]).toEqual([true, true]);
-        spends += 2;
-        const sent = client.scriptCalls.slice(first).map((c) => c.name);
-        exercised =
-          JSON.stringify(sent) ===
-          JSON.stringify([
-            'evalsha', // A: NOSCRIPT
-            'evalsha', // B: NOSCRIPT
-            'eval', // A again: loads the script
-            'evalsha', // B again, after the second flush: NOSCRIPT
-          ]);
-      }
-      expect(exercised).toBe(true);
+      expect((await limiter.consume('warm')).allowed).toBe(true); // the library loaded
+      const first = client.scriptCalls.length;
+      const fcalls = client.scriptCalls.filter((c) => c.name === 'fcall').length;
+      // A and B find no function; the library is loaded; a flush lands before A's retry, so A and
+      // B miss again; the library is loaded once more and both go through.
+      client.flushBefore.add(fcalls + 1).add(fcalls + 3);
+      const [a, b] = await Promise.all([limiter.consume('k'), limiter.consume('k')]);
+      expect(a.failure).toBeUndefined();
+      expect(b.failure).toBeUndefined();
+      expect([a.allowed, b.allowed]).toEqual([true, true]);
+      expect(a.remaining).toBe(9);
+      expect(b.remaining).toBe(8); // in issue order
+      const sent = client.scriptCalls.slice(first).map((c) => `${c.name} ${String(c.args[0])}`);
+      expect(sent.map((s) => s.split(' ')[0])).toEqual([
+        'fcall', // A: flushed before it, missing
+        'fcall', // B: missing
+        'function', // LOAD
+        'fcall', // A again, flushed before it: missing
+        'fcall', // B again: missing
+        'function', // LOAD
+        'fcall', // A
+        'fcall', // B
+      ]);
       client.flushBefore.clear();
-      expect(await storedCount(client, 'twice:')).toBe(spends); // each call spent once
+      expect(await storedCount(client, 'twice:')).toBe(3); // each call spent once
     } finally {
       client.disconnect();
       await server.stop();

@@ -93,7 +93,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
         continue;
       }
       commands.push(command);
-      if (command === 'evalsha' || command === 'eval') {
+      if (command === 'evalsha' || command === 'eval' || command === 'fcall') {
         const numKeys = Number(rest[1]);
         runs.push({ declared: rest.slice(2, 2 + numKeys), touched: [] });
       }
@@ -113,6 +113,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
           { limit: 5, window: '1h' },
         ],
       });
+      await limiter.peek('warm'); // the library loaded
       const { runs } = await watch(async () => {
         const first = await limiter.consume(['ip:1', 'email:x'], { cost: 2 });
         await limiter.consume(['ip:1', 'email:x'], { cost: 2 }); // refused
@@ -138,20 +139,48 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
       expect(written.length).toBeGreaterThan(0); // the workload did write
     });
 
-    it('decides in one round trip, and recovers from a script flush once, without a double spend', async () => {
+    it('decides in one round trip, and recovers from a function flush once, without a double spend', async () => {
       const store = new RedisStore({ client, prefix: `noscript:${algorithm}:` });
       const limiter = new Limiter(store, { name: 'p', algorithm, limit: 3, window: '1h' });
       await limiter.consume('k');
       const steady = await watch(async () => void (await limiter.consume('k')));
-      expect(steady.commands).toEqual(['evalsha']);
+      expect(steady.commands).toEqual(['fcall']);
+      expect(steady.runs).toHaveLength(1);
 
-      await client.script('FLUSH');
+      await client.script('FLUSH'); // functions are not scripts: nothing to recover
+      expect((await watch(async () => void (await limiter.peek('k')))).commands).toEqual(['fcall']);
+
+      await client.function('FLUSH');
       let decision: Awaited<ReturnType<Limiter['consume']>> | undefined;
       const flushed = await watch(async () => void (decision = await limiter.consume('k')));
-      expect(flushed.commands).toEqual(['evalsha', 'eval']);
+      // The call found no function (it did not run), the library was loaded, the call sent again.
+      expect(flushed.commands).toEqual(['fcall', 'function', 'fcall']);
       expect(decision?.allowed).toBe(true);
       expect(decision?.remaining).toBe(0); // 3 spends, each counted once
       expect((await limiter.consume('k')).allowed).toBe(false);
+    });
+
+    it('where functions are not permitted, runs as scripts and recovers from a script flush once', async () => {
+      const user = `noscripts-${algorithm}`;
+      await client.acl('SETUSER', user, 'on', 'nopass', '~*', '&*', '+@all', '-function', '-fcall');
+      const restricted = new Redis(server.url, { username: user, password: 'any' });
+      try {
+        const store = new RedisStore({ client: restricted, prefix: `acl:${algorithm}:` });
+        const limiter = new Limiter(store, { name: 'p', algorithm, limit: 3, window: '1h' });
+        await limiter.consume('k'); // FCALL refused by the ACL: scripts from then on
+        const steady = await watch(async () => void (await limiter.consume('k')));
+        expect(steady.commands).toEqual(['evalsha']);
+        await client.script('FLUSH');
+        let decision: Awaited<ReturnType<Limiter['consume']>> | undefined;
+        const flushed = await watch(async () => void (decision = await limiter.consume('k')));
+        expect(flushed.commands).toEqual(['evalsha', 'eval']);
+        expect(decision?.allowed).toBe(true);
+        expect(decision?.remaining).toBe(0);
+        expect((await limiter.consume('k')).allowed).toBe(false);
+      } finally {
+        restricted.disconnect();
+        await client.acl('DELUSER', user);
+      }
     });
   });
 
@@ -161,7 +190,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     const limiters = ALGORITHMS.map(
       (algorithm) => new Limiter(store, { name: algorithm, algorithm, limit: 2, window: '1m' }),
     );
-    await Promise.all(limiters.map((l) => l.peek('warm'))); // loads the scripts
+    await Promise.all(limiters.map((l) => l.peek('warm'))); // loads the library
     const { runs, commands } = await watch(async () => {
       // The first goes alone (nothing in flight); the other 14 go as one batch (at most 16).
       await Promise.all(
@@ -172,7 +201,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
         ]),
       );
     });
-    expect(commands).toEqual(['evalsha', 'evalsha']);
+    expect(commands).toEqual(['fcall', 'fcall']);
     for (const run of runs) {
       for (const { keys } of run.touched) {
         for (const key of keys) expect(run.declared).toContain(key);
@@ -200,7 +229,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
       keys: i % 2 ? ['ip:1', 'email:x'] : 'ip:1',
       cost: 1 + (i % 2),
     }));
-    await Limiter.peekAll(parts); // loads the script
+    await Limiter.peekAll(parts); // loads the library
     const { runs, commands } = await watch(async () => {
       const first = await Limiter.consumeAll(parts);
       await Limiter.consumeAll(parts);
@@ -208,9 +237,8 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
       await Limiter.peekAll(parts);
       await Limiter.refundAll(first);
     });
-    // 3 consumeAll + 1 peekAll, one round trip each; then one refund script run per part (a
-    // refund script may first meet NOSCRIPT here: an earlier test flushed the scripts).
-    expect(commands.slice(0, 4)).toEqual(['evalsha', 'evalsha', 'evalsha', 'evalsha']);
+    // 3 consumeAll + 1 peekAll, one round trip each; then one refund script run per part.
+    expect(commands.slice(0, 4)).toEqual(['fcall', 'fcall', 'fcall', 'fcall']);
     expect(runs.slice(4).filter((run) => run.touched.length > 0)).toHaveLength(limiters.length);
     for (const run of runs) {
       for (const { keys } of run.touched) {
@@ -236,9 +264,9 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
         { limit: 5, window: '1h' },
       ],
     });
-    await limiter.reset(['warm']); // script loaded
+    await limiter.reset(['warm']); // library loaded
     const { commands, runs } = await watch(() => limiter.reset(['a', 'b']));
-    expect(commands).toEqual(['evalsha']);
+    expect(commands).toEqual(['fcall']);
     expect(runs[0]!.declared).toEqual(storageKeysWithLedgers('reset:', ['a', 'b'], 'p', 2));
     const deleted = runs[0]!.touched.filter((t) => t.command === 'del').flatMap((t) => t.keys);
     expect(deleted).toEqual(storageKeys('reset:', ['a', 'b'], 'p', 2));
