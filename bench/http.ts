@@ -1,25 +1,35 @@
-// What a limiter costs an HTTP endpoint: autocannon against the same Nest 11 GET /hello, on
-// Express and on Fastify, (a) without a limiter, (b) with @Throttle + RedlimitGuard, (c) with
-// @nestjs/throttler's ThrottlerGuard on @nest-lab/throttler-storage-redis.
+// What a limiter costs an HTTP endpoint, in CPU of the app process per request: the same Nest 11
+// GET /hello on Express and on Fastify, (a) without a limiter, (b) with @Throttle + RedlimitGuard,
+// (c) with @nestjs/throttler's ThrottlerGuard on @nest-lab/throttler-storage-redis.
 //
-//   npm run bench:http -- [--duration 5] [--connections 32] [--rounds 5] [--warmup 3]
-//     [--platforms express,fastify] [--interceptor] [--redis URL] [--out bench/results] [--no-write]
+//   npm run bench:http -- [--duration 5] [--rounds 10] [--platforms express,fastify] [--no-write] …
+//   (`npm run bench:http -- --help` lists every option)
 //
-// Each app runs in its own child process (bench/http-app.ts), all of them started before the
-// first round and idle while another is measured; autocannon runs here, in the parent. On a
-// 2-core machine that keeps the load generator, the app and Redis in three processes, the same
-// for every variant. Rounds rotate the order of all apps; a variant's ratio is its req/s divided
-// by the same platform's no-limiter req/s in the same round, and the median over rounds is
-// reported. The limit never refuses (every response is a 200: checked), so this measures the
-// cost of deciding. Every request comes from 127.0.0.1: one caller key for both limiters.
-import { type ChildProcess, fork } from 'node:child_process';
+// The load generator (autocannon's CLI, a child process per run) is pinned to CPU 0 with taskset;
+// every app (its own child process, bench/http-app.ts) and the private Redis to CPU 1, so the
+// generator never takes CPU from what is measured. This process orchestrates from CPU 0 and is
+// idle during a run. The headline is the app's CPU µs per request (`process.cpuUsage()` of the app,
+// over IPC, before and after a run) beside req/s; per round, each variant's CPU per request minus
+// the same platform's no-limiter app's in the same round is its overhead, reported as the median
+// over rounds with a 95 % bootstrap interval. Rounds run every app once in an order shuffled anew
+// (seeded). The limits never refuse (every response must be a 200: checked). Every request comes
+// from 127.0.0.1: one caller key for both limiters. Targets (issue 13) are judged on the intervals,
+// and not at all on a loaded machine, as in `npm run bench`.
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import Redis from 'ioredis';
 import type { AppMessage, Platform, Variant } from './http-app';
 import { type Bar, barChartSvg } from './support/bar-chart.util';
-import { parseOptions } from './support/options.util';
+import {
+  nonNegative,
+  parseCommandLine,
+  positive,
+  positiveInteger,
+  usageError,
+} from './support/cli.util';
+import { CpuAccount, describeLoad, loadedBecause, settle } from './support/load.util';
+import { type Pinning, pinnedCommand, pinning, pinProcess } from './support/pin.util';
 import { ProgressBar } from './support/progress.util';
 import { benchRedis, deleteKeys, redisCost, redisVersion } from './support/redis.util';
 import {
@@ -29,19 +39,34 @@ import {
   RESULTS_DIR,
   writeResult,
 } from './support/report.util';
-import { grouped, median } from './support/stats.util';
+import {
+  bootstrapMedian,
+  type Estimate,
+  grouped,
+  median,
+  seededRandom,
+  shuffled,
+  withInterval,
+} from './support/stats.util';
 
 const USAGE = `npm run bench:http -- [options]
-  --duration S      seconds per app per round (default 5)
-  --connections N   autocannon connections (default 32)
-  --rounds N        measured rounds, order rotated each round (default 5)
-  --warmup S        seconds of warm-up per app before the rounds (default 3)
-  --platforms LIST  express,fastify (default both)
-  --interceptor     also run the no-limiter app with a no-op APP_INTERCEPTOR (what Nest's
-                    interceptor machinery alone costs; RedlimitModule registers one for @Attempt)
-  --redis URL       Redis to use (default: REDIS_URL, else a private redis-server)
-  --out DIR         where http.md and http.svg go (default bench/results)
-  --no-write        print the tables only`;
+  --duration S        seconds per app per round (default 5)
+  --connections N     autocannon connections (default 32)
+  --rounds N          measured rounds, order shuffled each round (default 10)
+  --warmup S          seconds of warm-up per app before the rounds (default 3)
+  --platforms LIST    express,fastify (default both)
+  --interceptor       also run the no-limiter app with a no-op APP_INTERCEPTOR (what Nest's
+                      interceptor machinery alone costs; RedlimitModule registers one for @Attempt)
+  --seed N            seed of the shuffles and the bootstrap (default: drawn, and printed)
+  --resamples N       bootstrap resamples (default 10000)
+  --no-pin            do not pin (default: load generator on CPU 0, apps and Redis on CPU 1)
+  --redis URL         Redis to use (default: REDIS_URL, else a private redis-server, pinned)
+  --max-load X        judge targets only if the 1-min load average at the start is ≤ X (default 0.5)
+  --max-foreign X     ... and other processes used ≤ X cores during the run (default 0.1)
+  --settle-seconds S  wait up to S for the load average to fall to --max-load first (default 120)
+  --force-verdicts    judge targets even on a loaded machine (for development)
+  --out DIR           where http.md and http.svg go (default bench/results)
+  --no-write          print the tables only`;
 
 const VARIANTS: ReadonlyArray<{ variant: Variant; name: string; kind: Bar['kind'] }> = [
   { variant: 'bare', name: 'no limiter', kind: 'reference' },
@@ -49,6 +74,10 @@ const VARIANTS: ReadonlyArray<{ variant: Variant; name: string; kind: Bar['kind'
   { variant: 'redlimit', name: '@Throttle + RedlimitGuard', kind: 'ours' },
   { variant: 'throttler', name: 'ThrottlerGuard + throttler-storage-redis', kind: 'peer' },
 ];
+const GENERATOR_CPU = 0;
+const APP_CPU = 1;
+/** Most app CPU per request over no limiter for @Throttle (issue 13). */
+const OVERHEAD_TARGET_US = 15;
 
 interface App {
   readonly platform: Platform;
@@ -67,16 +96,82 @@ interface Sample {
   redisCpuUs: number;
 }
 
+/** What autocannon's CLI prints with --json (the parts used here). */
+interface CannonResult {
+  duration: number;
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+  latency: { p50: number; p99: number };
+  requests: { total: number };
+}
+
+function options() {
+  const values = parseCommandLine(USAGE, {
+    duration: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '32' },
+    rounds: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    platforms: { type: 'string', default: 'express,fastify' },
+    interceptor: { type: 'boolean', default: false },
+    seed: { type: 'string' },
+    resamples: { type: 'string', default: '10000' },
+    'no-pin': { type: 'boolean', default: false },
+    redis: { type: 'string', default: '' },
+    'max-load': { type: 'string', default: '0.5' },
+    'max-foreign': { type: 'string', default: '0.1' },
+    'settle-seconds': { type: 'string', default: '120' },
+    'force-verdicts': { type: 'boolean', default: false },
+    out: { type: 'string', default: RESULTS_DIR },
+    'no-write': { type: 'boolean', default: false },
+  });
+  const platforms = values.platforms.split(',') as Platform[];
+  if (platforms.some((p) => p !== 'express' && p !== 'fastify')) {
+    usageError(`--platforms takes express and/or fastify; got ${values.platforms}`, USAGE);
+  }
+  return {
+    duration: positive(values.duration, 'duration', USAGE),
+    connections: positiveInteger(values.connections, 'connections', USAGE),
+    rounds: positiveInteger(values.rounds, 'rounds', USAGE),
+    warmup: nonNegative(values.warmup, 'warmup', USAGE),
+    platforms,
+    interceptor: values.interceptor,
+    seed:
+      values.seed === undefined
+        ? Date.now() % 2 ** 31
+        : positiveInteger(values.seed, 'seed', USAGE),
+    resamples: positiveInteger(values.resamples, 'resamples', USAGE),
+    pin: !values['no-pin'],
+    redis: values.redis,
+    limits: {
+      maxLoad: nonNegative(values['max-load'], 'max-load', USAGE),
+      maxForeignCores: nonNegative(values['max-foreign'], 'max-foreign', USAGE),
+    },
+    settleSeconds: nonNegative(values['settle-seconds'], 'settle-seconds', USAGE),
+    forceVerdicts: values['force-verdicts'],
+    out: values.out,
+    write: !values['no-write'],
+  };
+}
+
 async function startApp(
+  pin: Pinning,
   platform: Platform,
   entry: (typeof VARIANTS)[number],
   redisUrl: string,
   prefix: string,
 ): Promise<App> {
-  const child = fork(join(__dirname, 'http-app.ts'), [platform, entry.variant, redisUrl, prefix], {
-    execArgv: ['-r', 'ts-node/register/transpile-only'],
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
+  const [command, args] = pinnedCommand(pin, APP_CPU, process.execPath, [
+    '-r',
+    'ts-node/register/transpile-only',
+    join(__dirname, 'http-app.ts'),
+    platform,
+    entry.variant,
+    redisUrl,
+    prefix,
+  ]);
+  // taskset execs node in place: the child's pid is the app's, and the IPC channel reaches it.
+  const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (message: AppMessage) => {
       if ('port' in message) resolve(message.port);
@@ -99,8 +194,25 @@ function appCpu(app: App): Promise<number> {
   });
 }
 
-async function load(app: App, seconds: number, connections: number) {
-  const result = await autocannon({ url: app.url, connections, duration: seconds });
+/** One autocannon run against `app`, in a child process on the generator's CPU. */
+async function load(pin: Pinning, app: App, seconds: number, connections: number) {
+  const cannon = require.resolve('autocannon/autocannon.js');
+  const [command, args] = pinnedCommand(pin, GENERATOR_CPU, process.execPath, [
+    cannon,
+    '--json',
+    '--no-progress',
+    '-c',
+    String(connections),
+    '-d',
+    String(seconds),
+    app.url,
+  ]);
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  if (code !== 0) throw new Error(`autocannon exited with ${code}`);
+  const result = JSON.parse(out.trim().split('\n').pop()!) as CannonResult;
   if (result.errors || result.non2xx || result.timeouts) {
     throw new Error(
       `${app.platform} ${app.name}: ${result.errors} errors, ${result.timeouts} timeouts, ` +
@@ -111,51 +223,41 @@ async function load(app: App, seconds: number, connections: number) {
 }
 
 async function main(): Promise<void> {
-  const options = parseOptions(
-    process.argv.slice(2),
-    {
-      duration: 5,
-      connections: 32,
-      rounds: 5,
-      warmup: 3,
-      platforms: 'express,fastify',
-      interceptor: false,
-      redis: '',
-      out: RESULTS_DIR,
-      'no-write': false,
-    },
-    USAGE,
-  );
-  const platforms = options.platforms.split(',') as Platform[];
-  if (platforms.some((p) => p !== 'express' && p !== 'fastify')) {
-    throw new RangeError(`--platforms takes express and/or fastify; got ${options.platforms}`);
-  }
-  const redis = await benchRedis(options.redis);
+  const o = options();
+  const pin = pinning(o.pin);
+  const settled = await settle(o.limits.maxLoad, o.settleSeconds);
+  const account = new CpuAccount(settled);
+  const redis = await benchRedis(o.redis);
+  if (redis.pid) account.add(redis.pid);
   const admin = new Redis(redis.url);
   const apps: App[] = [];
   const prefix = `bench-http:${process.pid}:`;
   try {
-    const host = machine(await redisVersion(admin));
-    for (const platform of platforms) {
-      for (const entry of VARIANTS.filter(
-        (v) => options.interceptor || v.variant !== 'interceptor',
-      ))
-        apps.push(await startApp(platform, entry, redis.url, prefix));
+    const host = machine(await redisVersion(admin)); // before pinning: nproc counts allowed CPUs
+    if (redis.private && redis.pid) pinProcess(pin, redis.pid, APP_CPU);
+    pinProcess(pin, process.pid, GENERATOR_CPU);
+    const entries = VARIANTS.filter((v) => o.interceptor || v.variant !== 'interceptor');
+    for (const platform of o.platforms) {
+      for (const entry of entries) {
+        const app = await startApp(pin, platform, entry, redis.url, prefix);
+        account.add(app.child.pid!);
+        apps.push(app);
+      }
     }
-    const progress = new ProgressBar(apps.length * (options.rounds + 1));
+    const progress = new ProgressBar(apps.length * (o.rounds + 1));
     for (const app of apps) {
       progress.tick(`warm-up: ${app.platform} ${app.name}`);
-      await load(app, options.warmup, options.connections);
+      if (o.warmup > 0) await load(pin, app, o.warmup, o.connections);
     }
+    const random = seededRandom(o.seed);
     const samples = new Map<App, Sample[]>(apps.map((app) => [app, []]));
-    for (let round = 0; round < options.rounds; round++) {
-      const order = apps.map((_, i) => apps[(i + round) % apps.length]!);
-      for (const app of order) {
-        progress.tick(`round ${round + 1}/${options.rounds}: ${app.platform} ${app.name}`);
+    for (let round = 0; round < o.rounds; round++) {
+      for (const app of shuffled(apps, random)) {
+        progress.tick(`round ${round + 1}/${o.rounds}: ${app.platform} ${app.name}`);
         await admin.config('RESETSTAT');
         const redisBefore = (await redisCost(admin)).cpuSeconds;
         const cpuBefore = await appCpu(app);
-        const result = await load(app, options.duration, options.connections);
+        const result = await load(pin, app, o.duration, o.connections);
         const appCpuUs = (await appCpu(app)) - cpuBefore;
         const redisCpu = (await redisCost(admin)).cpuSeconds - redisBefore;
         const requests = result.requests.total;
@@ -169,100 +271,125 @@ async function main(): Promise<void> {
       }
     }
     progress.end();
+    const loadReport = account.report();
+    const loaded = loadedBecause(loadReport, o.limits);
+    const notJudged = o.forceVerdicts ? undefined : loaded;
 
-    const bare = (platform: Platform) =>
-      apps.find((a) => a.platform === platform && a.variant === 'bare')!;
-    /** Median over rounds of a's value / b's value in the same round. */
-    const relative = (a: App, b: App, field: keyof Sample = 'perSecond') =>
-      median(samples.get(a)!.map((s, r) => s[field] / samples.get(b)![r]![field]));
-    const byVariant = (platform: Platform, variant: Variant) =>
+    const bootstrap = seededRandom(o.seed + 1);
+    const estimate = (values: number[]) => bootstrapMedian(values, bootstrap, o.resamples);
+    const find = (platform: Platform, variant: Variant) =>
       apps.find((a) => a.platform === platform && a.variant === variant)!;
-    const rows = apps.map((app) => {
-      const runs = samples.get(app)!;
-      const of = (field: keyof Sample) => median(runs.map((s) => s[field]));
-      return [
-        app.platform,
-        app.name,
-        grouped(of('perSecond')),
-        relative(app, bare(app.platform)).toFixed(2),
-        of('p50').toFixed(1),
-        of('p99').toFixed(1),
-        relative(app, bare(app.platform), 'p99').toFixed(2),
-        of('appCpuUs').toFixed(0),
-        of('redisCpuUs').toFixed(1),
-      ];
-    });
+    const bare = (app: App) => find(app.platform, 'bare');
+    /** Per round: f(a's sample, b's sample). */
+    const perRound = (a: App, b: App, f: (x: Sample, y: Sample) => number) =>
+      samples.get(a)!.map((s, r) => f(s, samples.get(b)![r]!));
+    const overhead = (a: App, b = bare(a)) =>
+      estimate(perRound(a, b, (x, y) => x.appCpuUs - y.appCpuUs));
+    const speed = (a: App) => estimate(perRound(a, bare(a), (x, y) => x.perSecond / y.perSecond));
+    const of = (app: App, field: keyof Sample) => median(samples.get(app)!.map((s) => s[field]));
+    const signed = (e: Estimate) => {
+      const f = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
+      return `${f(e.value)} [${f(e.low)}, ${f(e.high)}]`;
+    };
+    const rows = apps.map((app) => [
+      app.platform,
+      app.name,
+      grouped(of(app, 'perSecond')),
+      app.variant === 'bare' ? '1.00' : withInterval(speed(app)),
+      of(app, 'appCpuUs').toFixed(1),
+      app.variant === 'bare' ? '–' : signed(overhead(app)),
+      of(app, 'redisCpuUs').toFixed(1),
+      of(app, 'p50').toFixed(1),
+      of(app, 'p99').toFixed(1),
+    ]);
+    const verdict = (met: boolean) =>
+      notJudged ? 'not judged (machine loaded)' : met ? 'met' : 'missed';
     const targets: string[][] = [];
-    for (const platform of platforms) {
-      const ours = byVariant(platform, 'redlimit');
-      const vsBare = relative(ours, bare(platform));
-      const vsThrottler = relative(ours, byVariant(platform, 'throttler'));
-      const verdict = (measured: number, bound: number) =>
-        `${measured >= bound ? 'met' : 'missed'} (${measured >= bound ? '+' : ''}${(measured - bound).toFixed(2)}×)`;
+    for (const platform of o.platforms) {
+      const ours = find(platform, 'redlimit');
+      const overBare = overhead(ours);
+      const overThrottler = overhead(ours, find(platform, 'throttler'));
       targets.push(
         [
-          `${platform}: @Throttle ≥ 0.85× no limiter`,
-          `${vsBare.toFixed(2)}×`,
-          verdict(vsBare, 0.85),
+          `${platform}: @Throttle app CPU µs/request over no limiter`,
+          signed(overBare),
+          `≤ +${OVERHEAD_TARGET_US}`,
+          verdict(overBare.high <= OVERHEAD_TARGET_US),
         ],
         [
-          `${platform}: @Throttle ≥ 1.2× ThrottlerGuard + Redis`,
-          `${vsThrottler.toFixed(2)}×`,
-          verdict(vsThrottler, 1.2),
+          `${platform}: @Throttle over ThrottlerGuard + throttler-storage-redis`,
+          signed(overThrottler),
+          '< 0 (below ThrottlerGuard)',
+          verdict(overThrottler.high < 0),
         ],
       );
     }
+    const pinned = pin.taskset
+      ? `autocannon pinned to CPU ${GENERATOR_CPU}, the apps${redis.private ? ' and Redis' : ''} ` +
+        `to CPU ${APP_CPU} (taskset)${redis.private ? '' : '; the given Redis is not pinned'}`
+      : `**not pinned: ${pin.reason}**: the load generator shares the CPUs with the apps and ` +
+        'Redis, so CPU per request is measured but req/s is not what the app alone would do';
     const markdown = [
       '# What a limiter costs an endpoint (`npm run bench:http`)',
       '',
-      `Measured ${new Date().toISOString().slice(0, 10)}: ${describeMachine(host)}.`,
+      `Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC: ` +
+        `${describeMachine(host)}.`,
       '',
-      `autocannon, ${options.connections} connections, ${options.duration} s per app per round, ` +
-        `${options.rounds} rotated rounds after ${options.warmup} s of warm-up per app. Nest 11, ` +
-        'GET /hello returning a small JSON object; each app in its own child process, autocannon ' +
-        'in the parent. RedlimitGuard: a fixed-window policy; ThrottlerGuard: one throttler; ' +
-        'both with limits that never refuse, both on Redis, both keyed by the client IP ' +
-        "(one caller), both setting their default rate-limit headers. × no limiter: the app's " +
-        "req/s (or p99) divided by the same platform's no-limiter app's in the same round, median " +
-        'over rounds. CPU: the app process (`process.cpuUsage`) and the Redis server (`INFO cpu`) ' +
-        'per request.',
+      describeLoad(loadReport, o.limits) +
+        (loaded ? ` **This run: ${loaded}${o.forceVerdicts ? ' (verdicts forced)' : ''}.**` : ''),
+      '',
+      `autocannon (CLI, a child process per run), ${o.connections} connections, ${o.duration} s ` +
+        `per app per round, ${o.rounds} rounds in an order shuffled every round (seed ${o.seed}) ` +
+        `after ${o.warmup} s of warm-up per app; ${pinned}. Nest 11, GET /hello returning a small ` +
+        'JSON object, each app in its own child process. RedlimitGuard: a fixed-window policy; ' +
+        'ThrottlerGuard: one throttler; both with limits that never refuse, both on Redis, both ' +
+        'keyed by the client IP (one caller), both setting their default rate-limit headers.',
+      '',
+      "App CPU: the app process's `process.cpuUsage()` (all threads) over a run, per request. " +
+        "Over no limiter: per round, the app's CPU per request minus the same platform's " +
+        "no-limiter app's in that round; median over rounds [95 % percentile-bootstrap interval]. " +
+        "× no limiter: req/s over the no-limiter app's in the same round, likewise. Redis CPU: " +
+        "the server's `INFO cpu` per request. p50/p99: autocannon's, closed loop (each connection " +
+        'waits for its answer), medians over rounds.',
       '',
       markdownTable(
         [
           'platform',
           'guard',
           'req/s',
-          '× no limiter',
+          '× no limiter [95 %]',
+          'app CPU µs/req',
+          'over no limiter µs/req [95 %]',
+          'Redis CPU µs/req',
           'p50 ms',
           'p99 ms',
-          'p99 × no limiter',
-          'app CPU µs/req',
-          'Redis CPU µs/req',
         ],
         rows,
       ),
       '',
-      '## Targets (issue 7)',
+      '## Targets (issue 13)',
       '',
-      markdownTable(['target', 'measured', 'verdict'], targets),
+      'Met only when the upper bound of the interval is within the target.',
+      '',
+      ...(notJudged ? [`**No verdicts: ${notJudged}.**`, ''] : []),
+      markdownTable(['target', 'measured: median [95 % interval]', 'target', 'verdict'], targets),
     ].join('\n');
     console.log(markdown);
-    if (!options['no-write']) {
+    if (o.write) {
       const svg = barChartSvg({
         title: 'HTTP requests per second, as a ratio to the same app without a limiter',
         subtitle:
-          `Nest 11, autocannon ${options.connections} connections, median of ${options.rounds} ` +
-          `rotated rounds; Node ${host.node}, Redis ${host.redis}, ${host.cores} cores`,
+          `Nest 11, autocannon ${o.connections} connections, median of ${o.rounds} shuffled ` +
+          `rounds with 95 % interval; Node ${host.node}, Redis ${host.redis}; ${host.revision}`,
         referenceLabel: 'no limiter = 1.0 (per platform)',
-        bars: apps.map((app) => ({
-          label: `${app.platform}: ${app.name}`,
-          value: relative(app, bare(app.platform)),
-          kind: app.kind,
-        })),
+        bars: apps.map((app) => {
+          const e = app.variant === 'bare' ? { value: 1, low: 1, high: 1 } : speed(app);
+          return { label: `${app.platform}: ${app.name}`, ...e, kind: app.kind };
+        }),
       });
       const written = [
-        writeResult(options.out, 'http.md', markdown),
-        writeResult(options.out, 'http.svg', svg),
+        writeResult(o.out, 'http.md', markdown),
+        writeResult(o.out, 'http.svg', svg),
       ];
       process.stderr.write(`wrote ${written.join(', ')}\n`);
     }

@@ -51,13 +51,20 @@ function machineBusyTicks(): number {
   }
 }
 
-/** utime + stime of one process (all its threads) in ticks; 0 once it is gone. */
-export function processTicks(pid: number): number {
+/**
+ * utime + stime of one process (all its threads) in ticks, and with `children` the CPU of its
+ * children it has reaped (cutime + cstime: short-lived helpers such as a load generator); 0 once
+ * it is gone.
+ */
+export function processTicks(pid: number, children = false): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces: count fields from after its closing paren.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    return fields[11]! + fields[12]! + (children ? fields[13]! + fields[14]! : 0);
   } catch {
     return 0;
   }
@@ -85,7 +92,10 @@ export async function settle(maxLoad: number, seconds: number): Promise<number> 
   return (Date.now() - started) / 1000;
 }
 
-/** Accounts CPU from now on; `pids` are the bench's own processes (this one is always counted). */
+/**
+ * Accounts CPU from now on; `pids` are the bench's own processes. This one is always counted,
+ * with the children it has reaped; children still running must be added to be counted.
+ */
 export class CpuAccount {
   private readonly loadAtStart = os.loadavg();
   private readonly started = performance.now();
@@ -104,7 +114,11 @@ export class CpuAccount {
 
   /** Counts more processes as the bench's own, from now on (e.g. servers started later). */
   add(...pids: number[]): void {
-    for (const pid of pids) if (!this.pids.has(pid)) this.pids.set(pid, processTicks(pid));
+    for (const pid of pids) if (!this.pids.has(pid)) this.pids.set(pid, this.ticks(pid));
+  }
+
+  private ticks(pid: number): number {
+    return processTicks(pid, pid === process.pid);
   }
 
   /**
@@ -114,14 +128,14 @@ export class CpuAccount {
   remove(pid: number): void {
     const start = this.pids.get(pid);
     if (start === undefined) return;
-    this.finished.set(pid, processTicks(pid) - start);
+    this.finished.set(pid, this.ticks(pid) - start);
     this.pids.delete(pid);
   }
 
   report(): LoadReport {
     const seconds = (performance.now() - this.started) / 1000;
     let own = 0;
-    for (const [pid, start] of this.pids) own += Math.max(0, processTicks(pid) - start);
+    for (const [pid, start] of this.pids) own += Math.max(0, this.ticks(pid) - start);
     for (const used of this.finished.values()) own += used;
     const busy = machineBusyTicks() - this.busyAtStart;
     const cores = (ticks: number) => ticks / CLOCK_TICKS / seconds;
