@@ -101,6 +101,7 @@ interface LatencySample {
   p999: number;
   sentPerSecond: number;
   maxInFlight: number;
+  failed: number;
 }
 
 function options() {
@@ -218,7 +219,7 @@ async function main(): Promise<void> {
       prefix: runPrefix,
       policy: (algorithm) => algorithm,
       // Never refuses; a sliding log holds one member per spend, so its limit is capped lower.
-      limit: (algorithm) => (algorithm === 'sliding-log' ? 100_000 : 1_000_000_000),
+      limit: (algorithm) => (algorithm === 'sliding-log' ? 100_000 : 1_000_000),
       windowMs: HOUR_MS,
       neverRefuses: true,
     };
@@ -280,7 +281,13 @@ async function main(): Promise<void> {
           p999: percentileUs(run.histogram, 99.9),
           sentPerSecond: run.sentPerSecond,
           maxInFlight: run.maxInFlight,
+          failed: run.failed,
         };
+        if (run.firstError) {
+          process.stderr.write(
+            `\n${contender.name}: ${run.failed} failed: ${run.firstError.message}\n`,
+          );
+        }
         results.set(contender.name, result);
         latency.get(contender.name)!.push(result);
       }
@@ -372,6 +379,7 @@ async function main(): Promise<void> {
         'p99.9 µs',
         "p99 × floor's [95 % interval]",
         'most in flight',
+        'failed',
       ],
       latencyRows.map((c) => {
         const runs = latency.get(c.name)!;
@@ -385,6 +393,7 @@ async function main(): Promise<void> {
           grouped(m('p999')),
           r ? withInterval(r) : '–',
           grouped(m('maxInFlight')),
+          grouped(runs.reduce((sum, s) => sum + s.failed, 0)),
         ];
       }),
     );
@@ -510,7 +519,9 @@ const LATENCY_METHOD = [
   'Open loop: decisions are due at a fixed rate whether or not earlier ones have answered, and',
   'each latency counts from the instant its decision was due (so a stall counts against every',
   'decision that should have gone out during it: no coordinated omission). Recorded in a',
-  '`perf_hooks` HDR histogram; medians over the rounds, order shuffled each round.',
+  '`perf_hooks` HDR histogram; medians over the rounds, order shuffled each round. "failed": decisions',
+  'that failed over all rounds (a redlimit decision fails after its 1 s timeout, or if refused);',
+  'their latency up to the failure is recorded.',
 ].join('\n');
 
 const CLUSTER_METHOD = (masters: number, cores: number) =>

@@ -14,11 +14,15 @@ export interface OpenLoopResult {
   readonly sentPerSecond: number;
   /** Most decisions in flight at once. */
   readonly maxInFlight: number;
+  /** Decisions that failed (their latency is recorded all the same), and the first error. */
+  readonly failed: number;
+  readonly firstError?: Error;
 }
 
 /**
  * Sends `rate` decisions per second for `seconds`, decision n for caller n % callers, and
- * resolves once all have answered. A failed decision rejects the whole pass.
+ * resolves once all have answered. A failed decision (a limiter's timeout under a backlog, say)
+ * is counted, and its latency recorded up to its failure.
  */
 export function openLoop(
   run: (caller: number) => Promise<unknown>,
@@ -33,31 +37,28 @@ export function openLoop(
   let done = 0;
   let inFlight = 0;
   let maxInFlight = 0;
-  let failed = false;
+  let failed = 0;
+  let firstError: Error | undefined;
   let lastSentAt = 0;
   const start = performance.now();
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const answered = (intended: number) => () => {
       histogram.record(Math.max(1, Math.round((performance.now() - intended) * 1e6)));
       inFlight--;
       if (++done === total) {
-        resolve({
-          histogram,
-          sentPerSecond: total / Math.max(1e-3, (lastSentAt - start) / 1000),
-          maxInFlight,
-        });
+        const sentPerSecond = total / Math.max(1e-3, (lastSentAt - start) / 1000);
+        resolve({ histogram, sentPerSecond, maxInFlight, failed, firstError });
       }
     };
-    const fail = (error: unknown) => {
-      failed = true;
-      reject(error instanceof Error ? error : new Error(String(error)));
-    };
     const tick = () => {
-      if (failed) return;
       const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
       while (sent < due) {
-        const intended = start + sent * intervalMs;
-        run(sent % callers).then(answered(intended), fail);
+        const finish = answered(start + sent * intervalMs);
+        run(sent % callers).then(finish, (error: unknown) => {
+          failed++;
+          firstError ??= error instanceof Error ? error : new Error(String(error));
+          finish();
+        });
         sent++;
         inFlight++;
       }
