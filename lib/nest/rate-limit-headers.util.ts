@@ -30,30 +30,82 @@ export function rateLimitHeaders(
   policy: ResolvedPolicy,
   style: RateLimitHeaderStyle,
 ): Record<string, string> {
-  if (style === false || decision.failure) return {};
   const headers: Record<string, string> = {};
+  writeRateLimitHeaders(decision, policy, style, (name, value) => {
+    headers[name] = value;
+  });
+  return headers;
+}
+
+/**
+ * Hands the headers of {@link rateLimitHeaders} to `set`, in the same order, without building a
+ * record: what a response gets on every decision.
+ *
+ * @example
+ * writeRateLimitHeaders(decision, limiter.policy, 'ietf', (name, value) => reply.header(name, value));
+ */
+export function writeRateLimitHeaders(
+  decision: Decision,
+  policy: ResolvedPolicy,
+  style: RateLimitHeaderStyle,
+  set: (name: string, value: string) => void,
+): void {
+  if (style === false || decision.failure) return;
   // A layer of a refused stack that fitted has no wait of its own: it reports its reset time.
   const resetSeconds =
     decision.allowed || decision.retryAfterMs === 0
       ? Math.ceil(decision.resetAfterMs / 1000)
       : retryAfterSeconds(decision.retryAfterMs);
   if (style === 'ietf' || style === 'both') {
-    const itemName = (index: number): string =>
-      sfString(index === 0 ? policy.name : `${policy.name}.${index}`);
-    headers['RateLimit-Policy'] = policy.limits
-      .map((rule, i) => `${itemName(i)};q=${rule.limit};w=${Math.ceil(rule.windowMs / 1000)}`)
-      .join(', ');
-    const binding = policy.limits.findIndex(
-      (rule) => rule.limit === decision.limit && rule.windowMs === decision.windowMs,
+    const fields = policyFields(policy);
+    set('RateLimit-Policy', fields.policy);
+    const { limits } = policy;
+    let binding = 0;
+    for (let i = 0; i < limits.length; i++) {
+      const rule = limits[i]!;
+      if (rule.limit === decision.limit && rule.windowMs === decision.windowMs) {
+        binding = i;
+        break;
+      }
+    }
+    set(
+      'RateLimit',
+      `${fields.items[binding] ?? sfString(policy.name)};r=${decision.remaining};t=${resetSeconds}`,
     );
-    headers.RateLimit = `${itemName(Math.max(0, binding))};r=${decision.remaining};t=${resetSeconds}`;
   }
   if (style === 'legacy' || style === 'both') {
-    headers['X-RateLimit-Limit'] = String(decision.limit);
-    headers['X-RateLimit-Remaining'] = String(decision.remaining);
-    headers['X-RateLimit-Reset'] = String(resetSeconds);
+    set('X-RateLimit-Limit', String(decision.limit));
+    set('X-RateLimit-Remaining', String(decision.remaining));
+    set('X-RateLimit-Reset', String(resetSeconds));
   }
-  return headers;
+}
+
+/** What a policy's IETF headers hold whatever the decision. */
+interface PolicyFields {
+  /** The `RateLimit-Policy` value. */
+  readonly policy: string;
+  /** The item name of each limit: `"login"`, `"login.1"`, … */
+  readonly items: readonly string[];
+}
+
+/** {@link PolicyFields} of resolved (frozen, so unchanging) policies. */
+const fieldsByPolicy = new WeakMap<ResolvedPolicy, PolicyFields>();
+
+function policyFields(policy: ResolvedPolicy): PolicyFields {
+  let fields = fieldsByPolicy.get(policy);
+  if (fields) return fields;
+  const items = policy.limits.map((_, i) =>
+    sfString(i === 0 ? policy.name : `${policy.name}.${i}`),
+  );
+  fields = {
+    policy: policy.limits
+      .map((rule, i) => `${items[i]};q=${rule.limit};w=${Math.ceil(rule.windowMs / 1000)}`)
+      .join(', '),
+    items,
+  };
+  // A policy built by hand could change after this call: only frozen ones are remembered.
+  if (Object.isFrozen(policy) && Object.isFrozen(policy.limits)) fieldsByPolicy.set(policy, fields);
+  return fields;
 }
 
 /**

@@ -17,9 +17,9 @@ import {
 import { IdentityInputError } from './identity-input.error';
 import { apiKeyHash, attemptKey, type AttemptKeyOptions } from './key-hash.util';
 import {
-  rateLimitHeaders,
   retryAfterSeconds,
   stackedRateLimitHeaders,
+  writeRateLimitHeaders,
 } from './rate-limit-headers.util';
 import { rateLimitHttpException } from './rate-limit.exception';
 import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
@@ -117,9 +117,15 @@ export class RedlimitHttp {
     const headers = request.headers;
     const value = headers?.[this.resolveClientIp.header];
     const client = this.resolveClientIp(peer, value);
-    if (peer !== undefined && !this.warned.has('untrusted') && isInternalAddress(peer)) {
-      const sent = ['x-forwarded-for', 'forwarded'].find((name) => headers?.[name] !== undefined);
-      if (sent !== undefined && !this.resolveClientIp.isTrusted(peer)) {
+    if (peer !== undefined && !this.warned.has('untrusted')) {
+      // The header test first: the address tests cost more than the rest of this method.
+      const sent =
+        headers?.['x-forwarded-for'] !== undefined
+          ? 'x-forwarded-for'
+          : headers?.forwarded !== undefined
+            ? 'forwarded'
+            : undefined;
+      if (sent !== undefined && isInternalAddress(peer) && !this.resolveClientIp.isTrusted(peer)) {
         this.warnOnce(
           'untrusted',
           `${HEADER_NAMES[sent]} arrived from ${peer}, which is not in clientIp.trustedProxies: ` +
@@ -161,11 +167,9 @@ export class RedlimitHttp {
    * the soft-limit warning when the decision carries one ({@link applyWarning}).
    */
   applyHeaders(response: HttpResponseLike, decision: Decision, policy: ResolvedPolicy): void {
-    for (const [name, value] of Object.entries(
-      rateLimitHeaders(decision, policy, this.headerStyle),
-    )) {
-      setResponseHeader(response, name, value);
-    }
+    writeRateLimitHeaders(decision, policy, this.headerStyle, (name, value) =>
+      setResponseHeader(response, name, value),
+    );
     if (decision.warning) this.applyWarning(response, decision);
   }
 
