@@ -71,7 +71,8 @@ export function redlimitContextType(context: ExecutionContext): RedlimitContextT
 export function contextRequest(context: ExecutionContext): HttpRequestLike | undefined {
   switch (redlimitContextType(context)) {
     case 'http':
-      return context.switchToHttp().getRequest<HttpRequestLike>();
+      // What switchToHttp().getRequest() returns, without the three closures it allocates.
+      return context.getArgByIndex<HttpRequestLike>(0);
     case 'graphql': {
       const gql = asObject<GraphQLContextLike>(context.getArgByIndex(2));
       return gql?.req ?? gql?.reply?.request ?? gql?.extra?.request;
@@ -104,7 +105,7 @@ export function contextRequest(context: ExecutionContext): HttpRequestLike | und
 export function contextResponse(context: ExecutionContext): HttpResponseLike | undefined {
   switch (redlimitContextType(context)) {
     case 'http':
-      return context.switchToHttp().getResponse<HttpResponseLike>();
+      return context.getArgByIndex<HttpResponseLike>(1);
     case 'graphql': {
       const gql = asObject<GraphQLContextLike>(context.getArgByIndex(2));
       return gql?.res ?? gql?.reply ?? gql?.req?.res;
@@ -142,7 +143,7 @@ export function contextRoute(context: ExecutionContext): string {
 export function contextUserId(context: ExecutionContext): string | undefined {
   switch (redlimitContextType(context)) {
     case 'http':
-      return requestUserId(context.switchToHttp().getRequest<HttpRequestLike>());
+      return requestUserId(context.getArgByIndex<HttpRequestLike>(0));
     case 'graphql': {
       const gql = asObject<GraphQLContextLike>(context.getArgByIndex(2));
       return requestUserId({ user: gql?.req?.user ?? gql?.user });

@@ -57,6 +57,6 @@ export function shownLayer(layers: ReadonlyArray<{ readonly decision: Decision }
 /** Guards and interceptors of one call see the same request, or the same argument list. */
 function callOf(context: ExecutionContext): object {
   return redlimitContextType(context) === 'http'
-    ? context.switchToHttp().getRequest<object>()
+    ? context.getArgByIndex<object>(0)
     : context.getArgs();
 }

@@ -3,6 +3,7 @@ import type { Decision } from '../core/decision';
 import { Limiter } from '../core/limiter';
 import { UNKNOWN_CLIENT } from './client-ip.util';
 import { contextInputRefusal, contextRefusal } from './context-refusal.util';
+import type { Keys } from '../core/keys.util';
 import {
   contextRequest,
   contextResponse,
@@ -14,7 +15,11 @@ import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
 import { recordHeaderLayers } from './rate-limit-layers.util';
 import { REQUEST_THROTTLED } from './redlimit.constants';
-import { readRedlimitMetadata, type ThrottleMetadata } from './redlimit.metadata';
+import {
+  type EffectiveRedlimitMetadata,
+  readRedlimitMetadata,
+  type ThrottleMetadata,
+} from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
 
 /** Guard classes that charged a non-HTTP call, by the call's argument list. */
@@ -56,37 +61,43 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
  */
 @Injectable()
 export class RedlimitGuard implements CanActivate {
+  /** {@link throttlesFor}'s layers by the handler's merged metadata: built once per handler. */
+  private readonly layersByMetadata = new WeakMap<
+    EffectiveRedlimitMetadata,
+    readonly ThrottleMetadata[]
+  >();
+
   constructor(
     protected readonly registry: LimiterRegistry,
     protected readonly http: RedlimitHttp,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (redlimitContextType(context) === undefined) return true;
+    // The context type and the HTTP request are read once here and handed on.
+    const type = redlimitContextType(context);
+    if (type === undefined) return true;
     const layers = this.throttlesFor(context);
-    if (layers.length === 0 || this.alreadyCharged(context) || (await this.shouldSkip(context))) {
-      return true;
-    }
-    let parts: Array<{ limiter: Limiter; keys: string | readonly string[]; cost?: number }>;
+    if (layers.length === 0) return true;
+    const request = type === 'http' ? context.getArgByIndex<HttpRequestLike>(0) : undefined;
+    if (this.alreadyCharged(context, request)) return true;
+    const skip = this.shouldSkip(context);
+    if (skip === true || (skip !== false && (await skip))) return true;
+    let parts: readonly Part[];
     try {
-      parts = await Promise.all(
-        layers.map(async (layer) => {
-          const limiter = await this.registry.resolveFor(layer.policy, context);
-          const keys = await this.keysFor(context, layer, limiter);
-          return { limiter, keys, cost: layer.cost };
-        }),
-      );
+      const ready = this.partsFor(context, layers, request);
+      parts = Array.isArray(ready) ? ready : await ready;
     } catch (error) {
       // A key function's contextField() refused the request's identity value: 400, not charged.
       if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
       throw error;
     }
-    const unique = dedupe(parts);
-    const response = contextResponse(context);
+    const response =
+      type === 'http' ? context.getArgByIndex<HttpResponseLike>(1) : contextResponse(context);
     let decision: Decision;
+    const unique = parts.length === 1 ? parts : dedupe(parts);
     if (unique.length === 1) {
-      const [{ limiter, keys, cost }] = unique as [(typeof unique)[number]];
-      decision = await limiter.consume(keys, { cost });
+      const { limiter, keys, cost } = unique[0]!;
+      decision = await limiter.consume(callerKeys(keys), { cost });
       if (response) this.http.applyHeaders(response, decision, limiter.policy);
       if (decision.allowed) recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
     } else {
@@ -109,20 +120,96 @@ export class RedlimitGuard implements CanActivate {
     return this.throwRefusal(context, decision);
   }
 
-  /** The caller keys of one layer: its key function's, else by tracker and scope. */
-  private async keysFor(
+  /**
+   * Every layer's limiter, keys and cost; synchronous unless a policy resolver, a key function or
+   * a hook answers with a promise. Every layer is started even when an earlier one failed, as
+   * `Promise.all` over async functions would.
+   */
+  private partsFor(
+    context: ExecutionContext,
+    layers: readonly ThrottleMetadata[],
+    request: HttpRequestLike | undefined,
+  ): Part[] | Promise<Part[]> {
+    const parts: Array<Part | PromiseLike<Part>> = [];
+    let pending = false;
+    for (const layer of layers) {
+      let part: Part | PromiseLike<Part>;
+      try {
+        part = this.partFor(context, layer, request);
+      } catch (error) {
+        part = rejected(error);
+      }
+      if (isPromiseLike(part)) pending = true;
+      parts.push(part);
+    }
+    return pending ? Promise.all(parts.map((part) => Promise.resolve(part))) : (parts as Part[]);
+  }
+
+  private partFor(
+    context: ExecutionContext,
+    layer: ThrottleMetadata,
+    request: HttpRequestLike | undefined,
+  ): Part | PromiseLike<Part> {
+    const { policy } = layer;
+    if (typeof policy === 'function') {
+      return this.registry
+        .resolveFor(policy, context)
+        .then((limiter) => this.partOf(context, layer, limiter, request));
+    }
+    return this.partOf(context, layer, this.registry.resolve(policy), request);
+  }
+
+  private partOf(
     context: ExecutionContext,
     layer: ThrottleMetadata,
     limiter: Limiter,
-  ): Promise<string | readonly string[]> {
+    request: HttpRequestLike | undefined,
+  ): Part | PromiseLike<Part> {
+    const keys = this.keysFor(context, layer, limiter, request);
+    const cost = layer.cost;
+    if (isPromiseLike(keys)) return Promise.resolve(keys).then((k) => ({ limiter, keys: k, cost }));
+    return { limiter, keys, cost };
+  }
+
+  /** The caller keys of one layer: its key function's, else by tracker and scope. */
+  private keysFor(
+    context: ExecutionContext,
+    layer: ThrottleMetadata,
+    limiter: Limiter,
+    request: HttpRequestLike | undefined,
+  ): Keys | PromiseLike<Keys> {
     if (layer.key) return layer.key(context);
-    const request = contextRequest(context);
-    const apiKey =
-      layer.by === 'apiKey' && request ? await this.http.apiKeyFor(request, context) : undefined;
-    if (apiKey !== undefined) {
-      return layer.scope === 'app' ? apiKey : `${this.routeOf(context)}|${apiKey}`;
+    if (layer.by === 'apiKey') {
+      const from = request ?? contextRequest(context);
+      if (from) {
+        return this.http.apiKeyFor(from, context).then((apiKey) => {
+          if (apiKey === undefined) return this.trackerKeys(context, layer, limiter);
+          return layer.scope === 'app' ? apiKey : `${this.routeOf(context)}|${apiKey}`;
+        });
+      }
     }
-    const tracker = await this.getTracker(context);
+    return this.trackerKeys(context, layer, limiter);
+  }
+
+  /** The caller keys of one layer by {@link getTracker}. */
+  private trackerKeys(
+    context: ExecutionContext,
+    layer: ThrottleMetadata,
+    limiter: Limiter,
+  ): Keys | PromiseLike<Keys> {
+    const tracker = this.getTracker(context);
+    if (isPromiseLike(tracker)) {
+      return Promise.resolve(tracker).then((t) => this.keysOfTracker(context, layer, limiter, t));
+    }
+    return this.keysOfTracker(context, layer, limiter, tracker);
+  }
+
+  private keysOfTracker(
+    context: ExecutionContext,
+    layer: ThrottleMetadata,
+    limiter: Limiter,
+    tracker: string,
+  ): Keys | PromiseLike<Keys> {
     if (layer.scope === 'app') return `ip:${tracker}`;
     return this.generateKeys(context, tracker, limiter);
   }
@@ -164,7 +251,7 @@ export class RedlimitGuard implements CanActivate {
     const type = redlimitContextType(context);
     if (type !== 'http') return `${type ?? context.getType()} ${contextRoute(context)}`;
     const handler = `${context.getClass().name}.${context.getHandler().name}`;
-    const template = routeTemplate(context.switchToHttp().getRequest<HttpRequestLike>());
+    const template = routeTemplate(context.getArgByIndex<HttpRequestLike>(0));
     return template === undefined ? handler : `${handler} ${template}`;
   }
 
@@ -179,18 +266,18 @@ export class RedlimitGuard implements CanActivate {
    */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
     if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);
-    throw this.http.refuse(context.switchToHttp().getResponse<HttpResponseLike>(), decision);
+    throw this.http.refuse(context.getArgByIndex<HttpResponseLike>(1), decision);
   }
 
   /**
    * True when this guard class already charged the call (e.g. it is both `APP_GUARD` and in
    * `@UseGuards`): an HTTP request, a resolver call, a message is charged once per guard class.
    */
-  private alreadyCharged(context: ExecutionContext): boolean {
+  private alreadyCharged(context: ExecutionContext, request: HttpRequestLike | undefined): boolean {
     let charged: Set<unknown>;
-    if (redlimitContextType(context) === 'http') {
-      const request = context.switchToHttp().getRequest<Record<symbol, Set<unknown> | undefined>>();
-      charged = request[REQUEST_THROTTLED] ??= new Set();
+    if (request !== undefined) {
+      charged = (request as Record<symbol, Set<unknown> | undefined>)[REQUEST_THROTTLED] ??=
+        new Set();
     } else {
       // Every guard of one call sees the same argument list; a GraphQL request runs many calls.
       const args = context.getArgs();
@@ -207,14 +294,48 @@ export class RedlimitGuard implements CanActivate {
    * module's default policy (unless a layer overrides or `@SkipThrottle()` says otherwise).
    */
   protected throttlesFor(context: ExecutionContext): readonly ThrottleMetadata[] {
-    const { throttle, exclusive } = readRedlimitMetadata(context.getHandler(), context.getClass());
+    const metadata = readRedlimitMetadata(context.getHandler(), context.getClass());
+    let layers = this.layersByMetadata.get(metadata);
+    if (!layers) {
+      layers = Object.freeze(this.layersOf(metadata));
+      this.layersByMetadata.set(metadata, layers);
+    }
+    return layers;
+  }
+
+  private layersOf({ throttle, exclusive }: EffectiveRedlimitMetadata): ThrottleMetadata[] {
     if (throttle === false) return [];
     const layers = throttle ?? [];
     const fallback = this.registry.defaultPolicy;
-    if (exclusive || fallback === undefined) return layers;
+    if (exclusive || fallback === undefined) return [...layers];
     const scope = this.registry.defaultPolicyScope;
     return [{ policy: fallback, ...(scope === 'app' && { scope }) }, ...layers];
   }
+}
+
+/** One layer ready to spend: its limiter, caller keys and cost. */
+interface Part {
+  readonly limiter: Limiter;
+  readonly keys: Keys;
+  readonly cost?: number;
+}
+
+/** A promise rejected with `error`, as an async function that threw it returns. */
+function rejected(error: unknown): Promise<never> {
+  // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- passed on as caught
+  return Promise.reject(error);
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
+}
+
+/**
+ * A part's keys as the limiter takes them: a string or an array as they are (the limiter copies
+ * and checks them), any other iterable as an array.
+ */
+function callerKeys(keys: Keys): Keys {
+  return typeof keys === 'string' || Array.isArray(keys) ? keys : [...keys];
 }
 
 /**
@@ -222,7 +343,7 @@ export class RedlimitGuard implements CanActivate {
  * union of their keys, at the highest of their costs.
  */
 function dedupe(
-  parts: ReadonlyArray<{ limiter: Limiter; keys: string | readonly string[]; cost?: number }>,
+  parts: readonly Part[],
 ): Array<{ limiter: Limiter; keys: string[]; cost?: number }> {
   const byLimiter = new Map<Limiter, { limiter: Limiter; keys: string[]; cost?: number }>();
   for (const { limiter, keys, cost } of parts) {

@@ -161,12 +161,26 @@ export function defineRedlimitMetadata(target: object, patch: RedlimitMetadata):
   Reflect.defineMetadata(REDLIMIT_METADATA, { ...current, ...patch }, target);
 }
 
+/** Stands for "no metadata" in the cache of {@link readRedlimitMetadata}. */
+const NO_METADATA: RedlimitMetadata = Object.freeze({});
+
+/**
+ * Merged metadata by the handler's metadata, then by the controller's: read on every call, merged
+ * once per pair. Metadata is replaced, never changed in place ({@link defineRedlimitMetadata}
+ * writes a new object), so a pair seen before merges to the same result and a replaced one anew.
+ */
+const effectiveByOwn = new WeakMap<
+  RedlimitMetadata,
+  WeakMap<RedlimitMetadata, EffectiveRedlimitMetadata>
+>();
+
 /**
  * The redlimit metadata that applies to a handler. `@Throttle` layers stack: the controller's and
  * the handler's all apply, as one decision (and the guard adds the module's default policy),
  * unless a handler layer has `override: true` (then only the handler's layers apply). A handler's
  * `@SkipThrottle()` skips everything; a controller's skips the controller's layers and the
- * default, leaving the handler's own.
+ * default, leaving the handler's own. The result is frozen and shared by every call that reads
+ * the same metadata.
  *
  * @example
  * const { throttle } = readRedlimitMetadata(context.getHandler(), context.getClass());
@@ -178,6 +192,23 @@ export function readRedlimitMetadata(
   const own = Reflect.getMetadata(REDLIMIT_METADATA, handler) as RedlimitMetadata | undefined;
   const inherited = Reflect.getMetadata(REDLIMIT_METADATA, controller) as
     RedlimitMetadata | undefined;
+  let byInherited = effectiveByOwn.get(own ?? NO_METADATA);
+  if (!byInherited) {
+    byInherited = new WeakMap();
+    effectiveByOwn.set(own ?? NO_METADATA, byInherited);
+  }
+  let effective = byInherited.get(inherited ?? NO_METADATA);
+  if (!effective) {
+    effective = Object.freeze(mergeRedlimitMetadata(own, inherited));
+    byInherited.set(inherited ?? NO_METADATA, effective);
+  }
+  return effective;
+}
+
+function mergeRedlimitMetadata(
+  own: RedlimitMetadata | undefined,
+  inherited: RedlimitMetadata | undefined,
+): EffectiveRedlimitMetadata {
   const attempt = own?.attempt !== undefined ? { attempt: own.attempt } : {};
   if (own?.throttle === false) return { throttle: false, ...attempt };
   const mine = own?.throttle ?? [];
