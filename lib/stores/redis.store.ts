@@ -70,17 +70,18 @@ interface Queued {
   readonly deadline: string;
   /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
   readonly now: string;
-  readonly resolve: (result: GroupResult) => void;
+  readonly resolve: (result: SpendResult) => void;
   readonly reject: (error: unknown) => void;
 }
 
 /**
- * consume-frame.lua's reply: 9 numbers, then one reset mark per caller key; or [-1, now] when it
- * ran past its deadline.
+ * Values per decision in a consume-frame reply (after the clock's reading) and in a batch/consume
+ * reply (after the batch's), before its reset marks: status (allowed + 2 × (binding limit + (L + 1)
+ * × refusing key), both 1-based, L the number of limits; -1: past its deadline; -2: an error,
+ * message next), remaining,
+ * retryAfterMs, resetAfterMs, the instant decided at.
  */
-type ScriptReply = [number, number, number, number, number, number, number, number, number];
-/** Values per decision in a consume-frame or batch/consume reply, before its reset marks. */
-const REPLY_LENGTH = 9;
+const REPLY_LENGTH = 5;
 
 /** A script's answer for one request, with what merging slot groups needs. */
 type GroupResult = SpendResult & { readonly resetIfUnspentMs: number };
@@ -483,7 +484,7 @@ export class RedisStore implements Store {
     spend: boolean,
     spendId?: string,
     retried = false,
-  ): Promise<SpendResult & { readonly resetIfUnspentMs: number }> {
+  ): Promise<SpendResult> {
     const keys = storageKeysWithLedgers(
       this.prefix,
       request.keys,
@@ -500,20 +501,21 @@ export class RedisStore implements Store {
       spendId ?? '',
       deadline,
       ...limitArgs(request),
-    ])) as ScriptReply;
-    if (reply[0] === -1) {
-      this.lateReply(reply[1], sentAt, monotonicNow(), request.deadlineAt, retried);
+    ])) as number[];
+    const receivedAt = monotonicNow();
+    if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
+    if (reply[1] === -1) {
+      this.lateReply(request.deadlineAt, receivedAt, retried);
       return this.decide(request, spend, spendId, true);
     }
-    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[6]);
-    return toResult(reply, spendId, resetMarks(reply, REPLY_LENGTH, request.keys.length));
+    return toResult(reply, 1, request, spendId);
   }
 
   /**
    * One decision: sent at once when nothing is in flight (or coalescing is off), else queued for
    * the batch sent at the end of this event-loop turn.
    */
-  private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<GroupResult> {
+  private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<SpendResult> {
     const waiting = this.queued.length > 0;
     if (!this.coalesce || (this.inFlight === 0 && !waiting)) {
       this.flush(); // what was queued came first, and goes first
@@ -521,7 +523,7 @@ export class RedisStore implements Store {
     }
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const now = this.now();
-    return new Promise<GroupResult>((resolve, reject) => {
+    return new Promise<SpendResult>((resolve, reject) => {
       if (!waiting) setImmediate(() => this.flush());
       this.queued.push({ request, spend, spendId, deadline, now, resolve, reject });
       // A full batch leaves at once: Redis starts on it while this process prepares the next.
@@ -558,12 +560,18 @@ export class RedisStore implements Store {
       return;
     }
     const keys: string[] = [];
-    // Rule sets first, each once (decisions of one policy share its limits array), then decisions.
-    const args: Array<string | number> = [this.now(), this.expiryOffsetMs, '', '', '', '', 0];
+    // Rule sets first, each once (decisions of one policy share its limits array), then two or
+    // three values per decision (see batch/consume.lua).
+    const args: Array<string | number> = [this.now(), this.expiryOffsetMs, '', '', '', 0, 0];
+    let earliestDeadline = Infinity;
+    let stride = 2; // more than any decision's key count
+    for (const { request } of batch) stride = Math.max(stride, request.keys.length + 1);
     const sets = new Map<readonly unknown[], { set: number; algorithm: string }>();
     let setCount = 0;
     const decisions: Array<string | number> = [batch.length];
-    for (const { request, spend, spendId, deadline, now } of batch) {
+    let deadlines = '';
+    let nows = '';
+    for (const [d, { request, spend, spendId, deadline, now }] of batch.entries()) {
       for (const key of storageKeysWithLedgers(
         this.prefix,
         request.keys,
@@ -577,16 +585,26 @@ export class RedisStore implements Store {
         sets.set(request.limits, known);
         args.push(request.algorithm, ...limitArgs(request));
       }
+      if (deadline !== '' && Number(deadline) < earliestDeadline)
+        earliestDeadline = Number(deadline);
+      if (d > 0) {
+        deadlines += ',';
+        nows += ',';
+      }
+      deadlines += deadline;
+      nows += now;
       decisions.push(
-        known.set,
+        ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
         request.cost,
-        spend ? '1' : '0',
-        spendId ?? '',
-        deadline,
-        now,
-        request.keys.length,
       );
+      if (request.algorithm === 'sliding-log') decisions.push(spendId ?? '');
     }
+    if (earliestDeadline !== Infinity) {
+      args[2] = earliestDeadline;
+      args[3] = deadlines;
+    }
+    if (this.clock) args[4] = nows;
+    args[5] = stride;
     args[6] = setCount;
     for (const value of decisions) args.push(value);
     const sentAt = monotonicNow();
@@ -594,33 +612,29 @@ export class RedisStore implements Store {
       (reply) => {
         const values = reply as number[];
         const receivedAt = monotonicNow();
-        let offset = 0;
+        if (!this.clock) this.redisClock.observe(sentAt, receivedAt, values[0]!);
+        let offset = 1;
         for (const queued of batch) {
-          const next = offset + REPLY_LENGTH + queued.request.keys.length;
-          this.settleQueued(queued, values.slice(offset, next) as ScriptReply, sentAt, receivedAt);
-          offset = next;
+          this.settleQueued(queued, values, offset, receivedAt);
+          offset += REPLY_LENGTH + queued.request.keys.length;
         }
       },
       (error: unknown) => batch.forEach(({ reject }) => reject(error)),
     );
   }
 
-  /** Hands one decision of a batch its answer, as {@link decide} would. */
-  private settleQueued(
-    queued: Queued,
-    reply: ScriptReply,
-    sentAt: number,
-    receivedAt: number,
-  ): void {
+  /** Hands one decision of a batch its answer (from `reply[at]` on), as {@link decide} would. */
+  private settleQueued(queued: Queued, reply: number[], at: number, receivedAt: number): void {
     const { request, spend, spendId, resolve, reject } = queued;
-    if (reply[0] === -2) {
+    const status = reply[at];
+    if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
-      reject(explainOrError(String(reply[1])));
+      reject(explainOrError(String(reply[at + 1])));
       return;
     }
-    if (reply[0] === -1) {
+    if (status === -1) {
       try {
-        this.lateReply(reply[1], sentAt, receivedAt, request.deadlineAt, false);
+        this.lateReply(request.deadlineAt, receivedAt, false);
       } catch (error) {
         reject(error);
         return;
@@ -628,24 +642,16 @@ export class RedisStore implements Store {
       this.counted(this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
-    if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[6]);
-    resolve(toResult(reply, spendId, resetMarks(reply, REPLY_LENGTH, request.keys.length)));
+    resolve(toResult(reply, at, request, spendId));
   }
 
   /**
-   * After a script answered `{-1, now}` (it ran past the deadline and wrote nothing): returns when
-   * the call should go once more, since it came back before the caller's deadline (the estimate
-   * of the Redis clock was wrong: it stepped, or another node answered; the estimate is corrected
-   * here); else throws StoreTimeoutError.
+   * After a script answered that it ran past the deadline (and wrote nothing; the Redis clock
+   * estimate was corrected from its reply already): returns when the call should go once more,
+   * since it came back before the caller's deadline (the estimate of the Redis clock was wrong: it
+   * stepped, or another node answered); else throws StoreTimeoutError.
    */
-  private lateReply(
-    redisNow: number,
-    sentAt: number,
-    receivedAt: number,
-    deadlineAt: number | undefined,
-    retried: boolean,
-  ): void {
-    if (!this.clock) this.redisClock.observe(sentAt, receivedAt, redisNow);
+  private lateReply(deadlineAt: number | undefined, receivedAt: number, retried: boolean): void {
     const inTime = deadlineAt !== undefined && receivedAt < deadlineAt;
     if (inTime && !retried && !this.clock) return;
     throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
@@ -687,7 +693,8 @@ export class RedisStore implements Store {
     const sentAt = monotonicNow();
     const reply = (await this.run('stack/consume', keys, args)) as number[];
     if (reply[0] === -1) {
-      this.lateReply(reply[1]!, sentAt, monotonicNow(), deadlineAt, retried);
+      if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[1]!);
+      this.lateReply(deadlineAt, monotonicNow(), retried);
       return this.decideStack(requests, spend, spendId, compensable, true);
     }
     const allowed = reply[0] === 1;
@@ -825,35 +832,34 @@ function resetMarks(reply: readonly number[], from: number, count: number): numb
   return undefined;
 }
 
-/** A consume-frame reply (not the deadline one) as a store answer. */
+/** One decision's values of a consume-frame or batch/consume reply, from `reply[at]` on. */
 function toResult(
-  reply: ScriptReply,
+  reply: readonly number[],
+  at: number,
+  request: SpendRequest,
   spendId: string | undefined,
-  marks: number[] | undefined,
-): GroupResult {
-  const [
+): SpendResult {
+  const status = reply[at]!;
+  const allowed = status % 2 === 1;
+  const packed = (status - (status % 2)) / 2;
+  const stride = request.limits.length + 1;
+  const binding = packed % stride;
+  const refusing = (packed - binding) / stride;
+  const marks = resetMarks(reply, at + REPLY_LENGTH, request.keys.length);
+  const result: {
+    -readonly [K in keyof SpendResult]: SpendResult[K];
+  } = {
     allowed,
-    remaining,
-    binding,
-    retryAfterMs,
-    resetAfterMs,
-    refusing,
-    ,
-    resetIfUnspentMs,
-    at,
-  ] = reply;
-  return {
-    allowed: allowed === 1,
-    remaining,
+    remaining: reply[at + 1]!,
     limitIndex: binding - 1,
-    retryAfterMs,
-    resetAfterMs,
+    retryAfterMs: reply[at + 2]!,
+    resetAfterMs: reply[at + 3]!,
     blockedKeyIndex: refusing - 1,
-    at,
-    resetIfUnspentMs,
-    ...(spendId !== undefined && allowed === 1 && { spendId }),
-    ...(marks && { resetMarks: marks }),
+    at: reply[at + 4]!,
   };
+  if (spendId !== undefined && allowed) result.spendId = spendId;
+  if (marks) result.resetMarks = marks;
+  return result;
 }
 
 /** The values of the promises that fulfilled, in order (the rejected ones are left out). */

@@ -1,5 +1,5 @@
 --[[
-fixed-window/model.lua: evaluate(key, limit, window, burst) and commit(key, ev, limit, window, burst)
+fixed-window/model.lua: evaluate, resetIn and commit (see lib/decide.lua)
 for fixed-window, as lib/consume-frame.lua and lib/stack-frame.lua call them. Reads the prelude's
 now, offset, cost and spendId (cost is set per part by the stack frame). Included by
 fixed-window/consume.lua, fixed-window/refund.lua (for readCounter) and lib/models.lua; see
@@ -20,27 +20,25 @@ local function readCounter(key, window)
   return count, stored
 end
 
-local function evaluate(key, limit, window)
+local function evaluate(key, limit, window, burst, ev)
   local windowEnd = (math.floor(now / window) + 1) * window
   local count, stored = readCounter(key, window)
+  ev.windowEnd, ev.seen, ev.later = windowEnd, nil, false
   if not stored or stored < windowEnd then
     count = 0 -- an earlier window's counter counts as empty
   elseif stored > windowEnd then
     -- A later window's counter: the clock stepped back. Time is never earlier than the state has
     -- seen: the frame evaluates again from the start of that window.
-    return { fits = false, room = 0, wait = 0, seen = stored - window, reset = function() return 0 end }
+    ev.fits, ev.room, ev.wait, ev.count, ev.seen, ev.later = false, 0, 0, 0, stored - window, true
+    return ev
   end
-  return {
-    fits = count + cost <= limit,
-    room = limit - count,
-    wait = windowEnd - now,
-    reset = function(spent)
-      if spent or count > 0 then return windowEnd - now end
-      return 0
-    end,
-    count = count,
-    windowEnd = windowEnd,
-  }
+  ev.fits, ev.room, ev.wait, ev.count = count + cost <= limit, limit - count, windowEnd - now, count
+  return ev
+end
+
+local function resetIn(ev, spent)
+  if not ev.later and (spent or ev.count > 0) then return ev.windowEnd - now end
+  return 0
 end
 
 local function commit(key, ev)

@@ -101,21 +101,20 @@ local function store(key, state, capacity, limit)
   end
 end
 
-local function evaluate(key, limit, window, burst)
+local function evaluate(key, limit, window, burst, ev)
   local state, capacity = load(key, limit, window, burst)
   local b = state.b
   local units = cost * window
   local fits = b + units <= capacity
-  return {
-    fits = fits,
-    room = floorDiv(capacity - b, window),
-    wait = fits and 0 or ceilDiv(b + units - capacity, limit),
-    reset = function(spent)
-      if spent then return ceilDiv(b + units, limit) end
-      return ceilDiv(b, limit)
-    end,
-    state = state, capacity = capacity, units = units,
-  }
+  ev.fits, ev.room, ev.seen = fits, floorDiv(capacity - b, window), nil
+  ev.wait = fits and 0 or ceilDiv(b + units - capacity, limit)
+  ev.state, ev.capacity, ev.units = state, capacity, units
+  return ev
+end
+
+local function resetIn(ev, spent, key, limit)
+  if spent then return ceilDiv(ev.state.b + ev.units, limit) end
+  return ceilDiv(ev.state.b, limit)
 end
 
 local function commit(key, ev, limit)

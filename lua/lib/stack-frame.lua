@@ -33,8 +33,8 @@ local function judgeParts(parts, partCount)
     local part = parts[p]
     cost = part.cost
     local partSeen
-    part.evaluations, part.fits, part.remaining, part.binding, part.wait, part.refusing, partSeen =
-      judge(part.model.evaluate, part.base, part.keyCount, part.limitCount, part.rules)
+    part.fits, part.remaining, part.binding, part.wait, part.refusing, partSeen =
+      judge(part.model, part.base, part.keyCount, part.limitCount, part.rules)
     if partSeen > seen then seen = partSeen end
     if not part.fits then
       -- The longest wait refuses; ties go to the first part.
@@ -78,8 +78,8 @@ local function main()
   for p = 1, partCount do
     local part = parts[p]
     cost = part.cost
-    local resetAfter, resetUnspent = settle(part.model.commit, part.evaluations, part.base,
-      part.keyCount, part.limitCount, part.rules, allowed, spend)
+    local resetAfter, resetUnspent = settle(part.model, part.base, part.keyCount, part.limitCount,
+      part.rules, allowed, spend, true)
     -- A part that fitted while another refused reports no wait of its own and nothing spent.
     local remaining = allowed and part.remaining - cost or part.remaining
     local n = #reply

@@ -1,30 +1,28 @@
 --[[
-sliding-log/model.lua: evaluate(key, limit, window, burst) and commit(key, ev, limit, window, burst)
+sliding-log/model.lua: evaluate, resetIn and commit (see lib/decide.lua)
 for sliding-log, as lib/consume-frame.lua and lib/stack-frame.lua call them. Reads the prelude's
 now, offset, cost and spendId (cost is set per part by the stack frame). Included by
 sliding-log/consume.lua and stack/consume.lua; see consume.lua for the stored state.
 ]]
-local function evaluate(key, limit, window)
+local function evaluate(key, limit, window, burst, ev)
   local since = '(' .. string.format('%d', now - window)
   local count = rcall('ZCOUNT', key, since, '+inf')
   local fits = count + cost <= limit
   local wait = 0
   if not fits then
-    -- The (count + cost - limit)-th oldest counted member must leave the window first.
     local oldest = rcall('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', count + cost - limit - 1, 1)
     wait = tonumber(oldest[2]) + window - now
   end
-  return {
-    fits = fits,
-    room = limit - count,
-    wait = wait,
-    reset = function(spent)
-      if spent then return window end
-      if count == 0 then return 0 end
-      local newest = rcall('ZREVRANGEBYSCORE', key, '+inf', since, 'WITHSCORES', 'LIMIT', 0, 1)
-      return tonumber(newest[2]) + window - now
-    end,
-  }
+  ev.fits, ev.room, ev.wait, ev.seen = fits, limit - count, wait, nil
+  ev.count, ev.since = count, since
+  return ev
+end
+
+local function resetIn(ev, spent, key, limit, window)
+  if spent then return window end
+  if ev.count == 0 then return 0 end
+  local newest = rcall('ZREVRANGEBYSCORE', key, '+inf', ev.since, 'WITHSCORES', 'LIMIT', 0, 1)
+  return tonumber(newest[2]) + window - now
 end
 
 local function commit(key, ev, limit, window)

@@ -1,5 +1,5 @@
 --[[
-sliding-window/model.lua: evaluate(key, limit, window, burst) and commit(key, ev, limit, window, burst)
+sliding-window/model.lua: evaluate, resetIn and commit (see lib/decide.lua)
 for sliding-window, as lib/consume-frame.lua and lib/stack-frame.lua call them. Reads the prelude's
 now, offset, cost and spendId (cost is set per part by the stack frame). Included by
 sliding-window/consume.lua and stack/consume.lua; see consume.lua for the stored state.
@@ -18,10 +18,11 @@ local function waitFor(cur, prev, limit, window, e)
   return window - e + at
 end
 
-local function evaluate(key, limit, window)
+local function evaluate(key, limit, window, burst, ev)
   local w = math.floor(now / window)
   local e = now - w * window
   local cur, prev = 0, 0
+  ev.seen, ev.later = nil, false
   local raw = rcall('GET', key)
   if raw then
     local sw, c, p = string.match(raw, '^(%d+):(%d+):(%d+)$')
@@ -31,24 +32,24 @@ local function evaluate(key, limit, window)
     elseif sw == w - 1 then
       prev = c
     elseif sw and sw > w then
-      -- A later window's state: the clock stepped back. Time is never earlier than the state has
-      -- seen: the frame evaluates again from the start of that window.
-      return { fits = false, room = 0, wait = 0, seen = sw * window, reset = function() return 0 end }
+      ev.fits, ev.room, ev.wait, ev.seen, ev.later = false, 0, 0, sw * window, true
+      return ev
     end
   end
   local weighted = prev * (window - e)
   local fits = weighted + (cur + cost) * window <= limit * window
-  return {
-    fits = fits,
-    room = math.floor((limit * window - weighted) / window) - cur,
-    wait = fits and 0 or waitFor(cur, prev, limit, window, e),
-    reset = function(spent)
-      if cur > 0 or spent then return 2 * window - e end
-      if prev > 0 then return window - e end
-      return 0
-    end,
-    w = w, cur = cur, prev = prev,
-  }
+  ev.fits = fits
+  ev.room = math.floor((limit * window - weighted) / window) - cur
+  ev.wait = fits and 0 or waitFor(cur, prev, limit, window, e)
+  ev.w, ev.e, ev.cur, ev.prev = w, e, cur, prev
+  return ev
+end
+
+local function resetIn(ev, spent, key, limit, window)
+  if ev.later then return 0 end
+  if ev.cur > 0 or spent then return 2 * window - ev.e end
+  if ev.prev > 0 then return window - ev.e end
+  return 0
 end
 
 local function commit(key, ev, limit, window)

@@ -7,7 +7,9 @@ import {
   resolvePolicy,
   type SpendRequest,
   StoreTimeoutError,
+  storageKeysWithLedgers,
 } from '../../lib';
+import { scriptLibrary } from '../../lib/stores/scripts';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 import { startRedisServer } from '../support/redis';
 import { spawnRedisServer } from '../support/redis-server';
@@ -105,5 +107,48 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       queued.disconnect();
       await restarted?.stop();
     }
+  });
+
+  it('in a batch on the Redis clock, a decision a millisecond past its deadline writes nothing', async () => {
+    // The batch script skips per-decision deadlines while the earliest has not passed: called
+    // directly, with one deadline 1 ms before a TIME read ahead of the call (so it has passed by
+    // at least 1 ms when the batch runs) and one far ahead.
+    const store = new RedisStore({ client, prefix: 'edge:' });
+    await store.peek(spendRequest('fixed-window')); // the library loaded
+    const library = scriptLibrary();
+    const [seconds, micros] = await client.time();
+    const past = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000) - 1;
+    const keys = [
+      ...storageKeysWithLedgers('edge:', ['a'], 'p', 1),
+      ...storageKeysWithLedgers('edge:', ['b'], 'p', 1),
+    ];
+    const spendOneKey = ((1 - 1) * 2 + 1) * 2 + 1; // rule set 1, one key, a spend
+    const reply = (await client.call(
+      'fcall',
+      library.functionName('batch/consume'),
+      keys.length,
+      ...keys,
+      '',
+      0,
+      past,
+      `${past},${past + 60_000}`,
+      '',
+      2,
+      1,
+      'fixed-window',
+      1,
+      5,
+      3_600_000,
+      5,
+      2,
+      spendOneKey,
+      1,
+      spendOneKey,
+      1,
+    )) as number[];
+    expect(reply[1]).toBe(-1); // past its deadline
+    expect(reply[7]).toBe(1 + 2 * 1); // allowed, binding limit 1
+    expect(await client.exists(storageKeysWithLedgers('edge:', ['a'], 'p', 1)[0]!)).toBe(0);
+    expect(await client.get(storageKeysWithLedgers('edge:', ['b'], 'p', 1)[0]!)).toBe('1');
   });
 });
