@@ -8,6 +8,7 @@ import {
   type StackResult,
 } from '../stores/store.interface';
 import { Attempt } from './attempt';
+import { Deadlines } from './deadlines';
 import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { type DecisionEvents, decisionEvent, refundEvent } from './events';
@@ -98,6 +99,8 @@ export class Limiter {
   readonly timeoutMs: number;
   private readonly failureRetryAfterMs: number;
   private lastWarningAt = -Infinity;
+  /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
+  private readonly deadlines: Deadlines;
   /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
   private fallback?: MemoryStore;
 
@@ -122,6 +125,7 @@ export class Limiter {
     }
     this.failMode = failMode;
     this.timeoutMs = positiveMs(options.timeoutMs, 1000, 'timeoutMs');
+    this.deadlines = new Deadlines(this.timeoutMs);
     this.failureRetryAfterMs = positiveMs(options.failureRetryAfterMs, 1000, 'failureRetryAfterMs');
   }
 
@@ -181,7 +185,7 @@ export class Limiter {
     if (receipt.fallback) {
       await this.fallback?.refund({ ...receipt });
     } else {
-      await withTimeout(this.store.refund({ ...receipt }), this.timeoutMs);
+      await this.deadlines.race(this.store.refund({ ...receipt }));
     }
     if (events?.active) {
       events.emit(refundEvent(receipt.policy, receipt.keys, monotonicNow() - started));
@@ -378,7 +382,7 @@ export class Limiter {
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
     };
-    await withTimeout(this.store.reset(request), this.timeoutMs);
+    await this.deadlines.race(this.store.reset(request));
   }
 
   private async decide(request: SpendRequest, spend: boolean): Promise<Decision> {
@@ -394,7 +398,7 @@ export class Limiter {
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
     let result: SpendResult;
     try {
-      result = await withTimeout(pending, this.timeoutMs, (late) => {
+      result = await this.deadlines.race(pending, (late) => {
         // The caller was already answered without this spend: give it back.
         if (spend && late.allowed) this.refundLate(request, late);
       });
@@ -480,41 +484,48 @@ export class Limiter {
   ): Decision {
     const rule = request.limits[result.limitIndex] ?? request.limits[0]!;
     const spent = spend && result.allowed;
-    const receipt: Receipt = Object.freeze({
+    const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = {
       policy: request.policy,
       algorithm: request.algorithm,
       limits: request.limits,
       keys: request.keys,
       cost: spent ? request.cost : 0,
       at: result.at,
-      ...(spent && result.spendId !== undefined && { spendId: result.spendId }),
-      ...(spent && result.atByKey !== undefined && { atByKey: result.atByKey }),
-      ...(spent && result.resetMarks !== undefined && { resetMarks: result.resetMarks }),
-      ...(failure && { fallback: true }),
       spent,
-    });
+    };
+    if (spent && result.spendId !== undefined) receipt.spendId = result.spendId;
+    if (spent && result.atByKey !== undefined) receipt.atByKey = result.atByKey;
+    if (spent && result.resetMarks !== undefined) receipt.resetMarks = result.resetMarks;
+    if (failure) receipt.fallback = true;
     const blockedKey = request.keys[result.blockedKeyIndex];
     const { warnAt } = this.policy;
-    // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
-    const warning =
-      warnAt !== undefined &&
-      result.allowed &&
-      rule.burst - Math.max(0, result.remaining) >= Math.ceil(warnAt * rule.burst - 1e-9);
-    return Object.freeze({
+    const decision: { -readonly [K in keyof Decision]: Decision[K] } = {
       allowed: result.allowed,
       remaining: Math.max(0, result.remaining),
       limit: rule.limit,
       windowMs: rule.windowMs,
       retryAfterMs: result.retryAfterMs,
       resetAfterMs: result.resetAfterMs,
-      ...(blockedKey !== undefined && {
-        blockedBy: Object.freeze({ key: blockedKey, limit: rule.limit, windowMs: rule.windowMs }),
-      }),
       policy: request.policy,
-      ...(failure && { failure }),
-      receipt,
-      ...(warning && { warning: true as const }),
-    });
+      receipt: Object.freeze(receipt),
+    };
+    if (blockedKey !== undefined) {
+      decision.blockedBy = Object.freeze({
+        key: blockedKey,
+        limit: rule.limit,
+        windowMs: rule.windowMs,
+      });
+    }
+    if (failure) decision.failure = failure;
+    // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
+    if (
+      warnAt !== undefined &&
+      result.allowed &&
+      rule.burst - Math.max(0, result.remaining) >= Math.ceil(warnAt * rule.burst - 1e-9)
+    ) {
+      decision.warning = true;
+    }
+    return Object.freeze(decision);
   }
 
   private reportSettleError(error: unknown, decision: Decision): void {

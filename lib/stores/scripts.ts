@@ -56,7 +56,8 @@ export function scriptLibrary(): ScriptLibrary {
     .digest('hex')
     .slice(0, 12);
   const name = `redlimit_${hash}`;
-  const functionName = (id: ScriptId) => `${name}_${id.replace(/[-/]/g, '_')}`;
+  const names = new Map(SCRIPT_IDS.map((id) => [id, `${name}_${id.replace(/[-/]/g, '_')}`]));
+  const functionName = (id: ScriptId) => names.get(id)!;
   const blocks = SCRIPT_IDS.map(
     (id) =>
       `do\n${scripts.get(id)!}\n` +
