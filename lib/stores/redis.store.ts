@@ -47,8 +47,10 @@ export interface RedisStoreOptions {
    * go out together, at the end of the event-loop turn, as one script run that evaluates them in
    * arrival order — each still atomic and all-or-nothing on its own keys, with its own answer and
    * deadline: observably the same as separate calls in that order. A decision that finds nothing
-   * in flight is sent at once, alone, as without coalescing. Default `true`; single-node Redis
-   * only (on Cluster every decision is sent on its own).
+   * in flight is sent at once, alone, as without coalescing. Default `true`. On Cluster a batch
+   * holds the decisions of one slot (a hot key under attack, an app-wide budget); decisions on
+   * different slots go one by one (an ioredis Cluster client with `enableAutoPipelining` shares
+   * their writes).
    */
   readonly coalesce?: boolean;
 }
@@ -70,6 +72,8 @@ interface Queued {
   readonly deadline: string;
   /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
   readonly now: string;
+  /** Its Cluster slot (-1 off Cluster): a batch holds the decisions of one slot. */
+  readonly slot: number;
   readonly resolve: (result: SpendResult) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -132,10 +136,14 @@ export class RedisStore implements Store {
    */
   private held?: Array<(probeError?: Error) => void>;
   private readonly coalesce: boolean;
-  /** Script runs sent and not answered yet (coalescing waits only while there are some). */
-  private inFlight = 0;
-  /** Decisions waiting for the end of this event-loop turn. */
-  private queued: Queued[] = [];
+  /**
+   * Script runs sent and not answered yet, per Cluster slot (-1 off Cluster): coalescing waits
+   * only while there are some.
+   */
+  private readonly inFlight = new Map<number, number>();
+  /** Decisions waiting for the end of this event-loop turn, per Cluster slot (-1 off Cluster). */
+  private readonly queues = new Map<number, Queued[]>();
+  private flushScheduled = false;
   /**
    * Cluster: per slot, the turn of the latest operation that has not yet sent its part there (or,
    * for a cross-slot spend, not yet finished: it charges slot group by slot group and compensates
@@ -174,7 +182,7 @@ export class RedisStore implements Store {
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }
-    this.coalesce = options.coalesce !== false && !this.cluster;
+    this.coalesce = options.coalesce !== false;
   }
 
   consume(request: SpendRequest): Promise<SpendResult> {
@@ -186,7 +194,8 @@ export class RedisStore implements Store {
       if (!this.cluster) return this.enqueue(request, true, nextSpendId());
       const groups = this.slotGroups(request);
       if (groups.length === 1) {
-        return this.whenSlotsFree(groups, () => this.decide(request, true, nextSpendId()));
+        const [[slot]] = groups as [[number, unknown]];
+        return this.whenSlotsFree(groups, () => this.enqueue(request, true, nextSpendId(), slot));
       }
       // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
       return (await this.spendStack([request])).results[0]!;
@@ -198,7 +207,10 @@ export class RedisStore implements Store {
     return this.inOrder(undefined, async () => {
       if (!this.cluster) return this.enqueue(request, false);
       const groups = this.slotGroups(request);
-      if (groups.length === 1) return this.whenSlotsFree(groups, () => this.decide(request, false));
+      if (groups.length === 1) {
+        const [[slot]] = groups as [[number, unknown]];
+        return this.whenSlotsFree(groups, () => this.enqueue(request, false, undefined, slot));
+      }
       return (await this.peekAll([request])).results[0]!;
     });
   }
@@ -242,6 +254,7 @@ export class RedisStore implements Store {
               request.policy,
               request.limits.length,
             );
+            this.flush(); // decisions queued in this slot's turn go first
             return this.run('reset/reset', declared, [
               this.now(),
               this.expiryOffsetMs,
@@ -461,6 +474,7 @@ export class RedisStore implements Store {
     resetMarks: readonly number[] | undefined,
     record = true,
   ): Promise<void> {
+    this.flush(); // decisions queued before it (on Cluster: queued in its slot's turn) go first
     const keys = storageKeysWithLedgers(
       this.prefix,
       request.keys,
@@ -512,40 +526,56 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One decision: sent at once when nothing is in flight (or coalescing is off), else queued for
-   * the batch sent at the end of this event-loop turn.
+   * One decision: sent at once when nothing is in flight on its slot (or coalescing is off), else
+   * queued for the batch of its slot sent at the end of this event-loop turn.
    */
-  private enqueue(request: SpendRequest, spend: boolean, spendId?: string): Promise<SpendResult> {
-    const waiting = this.queued.length > 0;
-    if (!this.coalesce || (this.inFlight === 0 && !waiting)) {
-      this.flush(); // what was queued came first, and goes first
-      return this.counted(this.decide(request, spend, spendId));
+  private enqueue(
+    request: SpendRequest,
+    spend: boolean,
+    spendId?: string,
+    slot = -1,
+  ): Promise<SpendResult> {
+    let queue = this.queues.get(slot);
+    if (!this.coalesce || (queue === undefined && !this.inFlight.has(slot))) {
+      return this.counted(slot, this.decide(request, spend, spendId));
     }
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const now = this.now();
     return new Promise<SpendResult>((resolve, reject) => {
-      if (!waiting) setImmediate(() => this.flush());
-      this.queued.push({ request, spend, spendId, deadline, now, resolve, reject });
+      if (queue === undefined) this.queues.set(slot, (queue = []));
+      queue.push({ request, spend, spendId, deadline, now, slot, resolve, reject });
+      if (!this.flushScheduled) {
+        this.flushScheduled = true;
+        setImmediate(() => {
+          this.flushScheduled = false;
+          this.flush();
+        });
+      }
       // A full batch leaves at once: Redis starts on it while this process prepares the next.
-      if (this.queued.length >= MAX_BATCH) this.flush();
+      if (queue.length >= MAX_BATCH) this.flushSlot(slot, queue);
     });
   }
 
-  /** Tracks a script run in flight. */
-  private counted<T>(run: Promise<T>): Promise<T> {
-    this.inFlight++;
+  /** Tracks a script run in flight on a slot. */
+  private counted<T>(slot: number, run: Promise<T>): Promise<T> {
+    this.inFlight.set(slot, (this.inFlight.get(slot) ?? 0) + 1);
     const done = () => {
-      this.inFlight--;
+      const left = this.inFlight.get(slot)! - 1;
+      if (left === 0) this.inFlight.delete(slot);
+      else this.inFlight.set(slot, left);
     };
     run.then(done, done);
     return run;
   }
 
-  /** Sends the queued decisions: one alone as usual, several as one batch/consume run. */
+  /** Sends every queued decision: per slot, one alone as usual, several as one batch/consume run. */
   private flush(): void {
-    const batch = this.queued;
-    if (batch.length === 0) return; // sent already, when it filled up
-    this.queued = [];
+    if (this.queues.size === 0) return;
+    for (const [slot, queue] of this.queues) this.flushSlot(slot, queue);
+  }
+
+  private flushSlot(slot: number, batch: Queued[]): void {
+    this.queues.delete(slot);
     try {
       this.send(batch);
     } catch (error) {
@@ -555,8 +585,8 @@ export class RedisStore implements Store {
 
   private send(batch: readonly Queued[]): void {
     if (batch.length === 1 && !this.clock) {
-      const [{ request, spend, spendId, resolve, reject }] = batch as [Queued];
-      this.counted(this.decide(request, spend, spendId)).then(resolve, reject);
+      const [{ request, spend, spendId, slot, resolve, reject }] = batch as [Queued];
+      this.counted(slot, this.decide(request, spend, spendId)).then(resolve, reject);
       return;
     }
     const keys: string[] = [];
@@ -608,7 +638,7 @@ export class RedisStore implements Store {
     args[6] = setCount;
     for (const value of decisions) args.push(value);
     const sentAt = monotonicNow();
-    this.counted(this.run('batch/consume', keys, args)).then(
+    this.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
       (reply) => {
         const values = reply as number[];
         const receivedAt = monotonicNow();
@@ -625,7 +655,7 @@ export class RedisStore implements Store {
 
   /** Hands one decision of a batch its answer (from `reply[at]` on), as {@link decide} would. */
   private settleQueued(queued: Queued, reply: number[], at: number, receivedAt: number): void {
-    const { request, spend, spendId, resolve, reject } = queued;
+    const { request, spend, spendId, slot, resolve, reject } = queued;
     const status = reply[at];
     if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
@@ -639,7 +669,7 @@ export class RedisStore implements Store {
         reject(error);
         return;
       }
-      this.counted(this.decide(request, spend, spendId, true)).then(resolve, reject);
+      this.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
     resolve(toResult(reply, at, request, spendId));
@@ -668,6 +698,7 @@ export class RedisStore implements Store {
     compensable = false,
     retried = false,
   ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
+    this.flush(); // decisions queued before it (on Cluster: queued in its slot's turn) go first
     const deadlineAt = earliest(requests);
     const deadline = spend ? this.knownDeadline(deadlineAt) : '';
     const keys: string[] = [];

@@ -159,6 +159,52 @@ describeOnCluster('Redis Cluster: keys of one call in different slots', () => {
     expect(double - single).toBe(2);
   });
 
+  it.each([
+    [true, 4], // the first alone, then the other 39 in batches of at most 16
+    [false, 40],
+  ])(
+    'coalesce %s: 40 concurrent decisions on one slot take %i script runs and admit exactly the limit; other slots go their own way',
+    async (coalesce, runs) => {
+      let slotRuns = 0;
+      const prefix = uniquePrefix('coalesce');
+      const hot = storageKey(prefix, IP, 'login', 0);
+      const counting = new Proxy(cluster, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (prop !== 'call' || typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            const [command, argv] = args as [string, unknown[]];
+            if (command === 'fcall' && clusterSlot(String(argv[2])) === clusterSlot(hot)) {
+              slotRuns++;
+            }
+            return (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          };
+        },
+      });
+      const store = new RedisStore({ client: counting, prefix, coalesce });
+      const limiter = new Limiter(store, {
+        name: 'login',
+        algorithm: 'fixed-window',
+        limit: 25,
+        window: '1h',
+      });
+      await limiter.peek(EMAIL); // the library loaded, the clock measured
+      const others = Array.from({ length: 20 }, (_, i) => `other:${i}`);
+      const decisions = await Promise.all([
+        ...Array.from({ length: 40 }, () => limiter.consume(IP)),
+        ...others.map((key) => limiter.consume(key)),
+      ]);
+      expect(slotRuns).toBe(runs);
+      const hotDecisions = decisions.slice(0, 40);
+      expect(hotDecisions.filter((d) => d.failure)).toEqual([]);
+      // In issue order: the first 25 were admitted, the rest refused.
+      expect(hotDecisions.map((d) => d.allowed)).toEqual(
+        Array.from({ length: 40 }, (_, i) => i < 25),
+      );
+      expect(decisions.slice(40).every((d) => d.allowed && !d.failure)).toBe(true);
+    },
+  );
+
   it('reset deletes across slots', async () => {
     const { limiter } = make('fixed-window', 1);
     await limiter.consume([IP, EMAIL]);

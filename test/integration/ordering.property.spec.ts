@@ -217,7 +217,35 @@ describe.each(['fixed-window', 'sliding-log'] as Algorithm[])(
           }
         },
       );
-      await fc.assert(property, { numRuns: RUNS, endOnFailure: true });
+      await fc.assert(property, {
+        numRuns: RUNS,
+        endOnFailure: true,
+        examples: [
+          // Found on Cluster with coalescing: a peek queued in its slot's turn was overtaken by a
+          // later cross-slot spend that had flushed the queues before that turn came.
+          [
+            4,
+            [
+              [
+                { kind: 'reset', keys: ['a', 'c'] },
+                { kind: 'consume', keys: ['a', 'b'], cost: 1 },
+                { kind: 'consume', keys: ['b'], cost: 1 },
+                { kind: 'peek', keys: ['b'], cost: 2 },
+                { kind: 'consume', keys: ['b', 'c'], cost: 1 },
+              ],
+              [
+                { kind: 'refund', pick: 0, copy: true },
+                { kind: 'consume', keys: ['a', 'b'], cost: 2 },
+              ],
+              [{ kind: 'consume', keys: ['c'], cost: 2 }],
+              [
+                { kind: 'peek', keys: ['b'], cost: 2 },
+                { kind: 'refund', pick: 6, copy: false },
+              ],
+            ],
+          ],
+        ],
+      });
     });
   },
 );

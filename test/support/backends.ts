@@ -15,7 +15,8 @@ export class TestClock {
 
 /** One store implementation under test. */
 export interface Backend {
-  readonly name: 'redis' | 'redis, coalesce: false' | 'cluster' | 'memory';
+  readonly name:
+    'redis' | 'redis, coalesce: false' | 'cluster' | 'cluster, coalesce: false' | 'memory';
   /** A fresh, isolated store (own key prefix on Redis), optionally on a test clock. */
   store(clock?: TestClock): Store;
   /** The Redis or Cluster client (Redis backends only). */
@@ -26,8 +27,8 @@ export interface Backend {
 
 /**
  * The stores every guarantee is tested on: a single Redis, the run's Redis Cluster (when it has
- * one, see global-setup.ts) and MemoryStore; with `uncoalesced`, also a single Redis store with
- * coalescing off (for specs about the order operations reach Redis in). Call at the top of a spec
+ * one, see global-setup.ts) and MemoryStore; with `uncoalesced`, also a single Redis store and a
+ * Cluster store with coalescing off (for specs about the order operations reach Redis in). Call at the top of a spec
  * file: it opens the clients before the specs, warms them, and closes them after.
  */
 export function backends(specName: string, { uncoalesced = false } = {}): Backend[] {
@@ -83,9 +84,28 @@ export function backends(specName: string, { uncoalesced = false } = {}): Backen
         coalesce: false,
       }),
   };
+  const clusterUncoalesced: Backend = {
+    ...onCluster,
+    name: 'cluster, coalesce: false',
+    get client() {
+      return cluster;
+    },
+    store: (clock) =>
+      new RedisStore({
+        client: cluster!,
+        prefix: uniquePrefix(specName),
+        clock: clock?.read,
+        coalesce: false,
+      }),
+  };
   const memory: Backend = {
     name: 'memory',
     store: (clock) => new MemoryStore(clock ? { clock: clock.read } : {}),
   };
-  return [redis, ...(uncoalesced ? [redisUncoalesced] : []), ...(nodes ? [onCluster] : []), memory];
+  return [
+    redis,
+    ...(uncoalesced ? [redisUncoalesced] : []),
+    ...(nodes ? [onCluster, ...(uncoalesced ? [clusterUncoalesced] : [])] : []),
+    memory,
+  ];
 }
