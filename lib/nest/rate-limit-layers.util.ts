@@ -9,7 +9,13 @@ export interface HeaderLayer {
   readonly policy: ResolvedPolicy;
 }
 
-/** Layers already described on a call's response, by request (HTTP) or argument list. */
+/** Where an HTTP request keeps the layers described on its response. */
+const REQUEST_HEADER_LAYERS = Symbol('redlimit:header-layers');
+
+/**
+ * Layers already described on the response of a call that is not an HTTP request, by argument
+ * list. (An HTTP request keeps its own: a property costs less than a WeakMap entry per request.)
+ */
 const layersByCall = new WeakMap<object, readonly HeaderLayer[]>();
 
 /**
@@ -24,7 +30,11 @@ export function recordHeaderLayers(
   context: ExecutionContext,
   layers: readonly HeaderLayer[],
 ): void {
-  layersByCall.set(callOf(context), layers);
+  if (redlimitContextType(context) === 'http') {
+    context.getArgByIndex<Record<symbol, unknown>>(0)[REQUEST_HEADER_LAYERS] = layers;
+  } else {
+    layersByCall.set(context.getArgs(), layers);
+  }
 }
 
 /**
@@ -34,7 +44,11 @@ export function recordHeaderLayers(
  * const all = [...recordedHeaderLayers(context), { decision, policy }];
  */
 export function recordedHeaderLayers(context: ExecutionContext): readonly HeaderLayer[] {
-  return layersByCall.get(callOf(context)) ?? [];
+  if (redlimitContextType(context) === 'http') {
+    const request = context.getArgByIndex<Record<symbol, readonly HeaderLayer[] | undefined>>(0);
+    return request[REQUEST_HEADER_LAYERS] ?? [];
+  }
+  return layersByCall.get(context.getArgs()) ?? [];
 }
 
 /**
@@ -52,11 +66,4 @@ export function shownLayer(layers: ReadonlyArray<{ readonly decision: Decision }
     if (decision.remaining < layers[shown]!.decision.remaining) shown = i;
   });
   return shown;
-}
-
-/** Guards and interceptors of one call see the same request, or the same argument list. */
-function callOf(context: ExecutionContext): object {
-  return redlimitContextType(context) === 'http'
-    ? context.getArgByIndex<object>(0)
-    : context.getArgs();
 }

@@ -99,7 +99,9 @@ export class RedlimitGuard implements CanActivate {
       const { limiter, keys, cost } = unique[0]!;
       decision = await limiter.consume(callerKeys(keys), { cost });
       if (response) this.http.applyHeaders(response, decision, limiter.policy);
-      if (decision.allowed) recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
+      if (decision.allowed && hasAttempt(context)) {
+        recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
+      }
     } else {
       const stacked = await Limiter.consumeAll(unique);
       // The response describes the refusing layer, else the one with the least left.
@@ -114,7 +116,7 @@ export class RedlimitGuard implements CanActivate {
         policy: unique[i]!.limiter.policy,
       }));
       if (response) this.http.applyStackHeaders(response, layers, shown);
-      if (decision.allowed) recordHeaderLayers(context, layers);
+      if (decision.allowed && hasAttempt(context)) recordHeaderLayers(context, layers);
     }
     if (decision.allowed) return true;
     return this.throwRefusal(context, decision);
@@ -282,7 +284,7 @@ export class RedlimitGuard implements CanActivate {
       // Every guard of one call sees the same argument list; a GraphQL request runs many calls.
       const args = context.getArgs();
       charged = chargedCalls.get(args) ?? new Set();
-      chargedCalls.set(args, charged);
+      if (charged.size === 0) chargedCalls.set(args, charged); // new: a stored one is never empty
     }
     if (charged.has(this.constructor)) return true;
     charged.add(this.constructor);
@@ -311,6 +313,14 @@ export class RedlimitGuard implements CanActivate {
     const scope = this.registry.defaultPolicyScope;
     return [{ policy: fallback, ...(scope === 'app' && { scope }) }, ...layers];
   }
+}
+
+/**
+ * Whether the handler has an `@Attempt`, whose interceptor adds its decision to the headers the
+ * guard's layers put on the response ({@link recordHeaderLayers}): only then are they recorded.
+ */
+function hasAttempt(context: ExecutionContext): boolean {
+  return readRedlimitMetadata(context.getHandler(), context.getClass()).attempt !== undefined;
 }
 
 /** One layer ready to spend: its limiter, caller keys and cost. */
