@@ -22,7 +22,7 @@ const OPTION_KEYS: ReadonlySet<string> = new Set(['policy', 'cost', 'refundOn'])
 const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   const attempt =
     context.getType() === 'http'
-      ? context.switchToHttp().getRequest<Record<symbol, unknown>>()[REQUEST_ATTEMPT]
+      ? context.getArgByIndex<Record<symbol, unknown>>(0)[REQUEST_ATTEMPT]
       : scopedAttempt(context.getArgs());
   if (attempt === undefined) {
     throw new Error(

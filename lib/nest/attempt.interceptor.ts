@@ -72,8 +72,7 @@ export class AttemptInterceptor implements NestInterceptor {
     if (type === undefined) return next.handle();
     const { attempt: metadata } = readRedlimitMetadata(context.getHandler(), context.getClass());
     if (!metadata) return next.handle();
-    const request =
-      type === 'http' ? context.switchToHttp().getRequest<Record<symbol, unknown>>() : undefined;
+    const request = type === 'http' ? context.getArgByIndex<Record<symbol, unknown>>(0) : undefined;
     const begun = request ? request[REQUEST_ATTEMPT] : scopedAttempt(context.getArgs());
     if (begun !== undefined) return next.handle(); // a second interceptor
     const response = contextResponse(context);
@@ -186,7 +185,7 @@ export class AttemptInterceptor implements NestInterceptor {
    */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
     if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);
-    throw this.http.refuse(context.switchToHttp().getResponse<HttpResponseLike>(), decision);
+    throw this.http.refuse(context.getArgByIndex<HttpResponseLike>(1), decision);
   }
 
   /** Reports a settlement that failed (the cost was kept). Default: a warning in the Nest log. */

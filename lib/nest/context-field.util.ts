@@ -112,7 +112,7 @@ function roots(
       case 'body':
       case 'params':
       case 'query': {
-        const request = context.switchToHttp().getRequest<HttpRequestLike>();
+        const request = context.getArgByIndex<HttpRequestLike>(0);
         result.push({ source, root: request[source] });
         break;
       }

@@ -151,6 +151,12 @@ export interface EffectiveRedlimitMetadata {
 }
 
 /**
+ * Bumped by every {@link defineRedlimitMetadata}: what {@link readRedlimitMetadata} merged before
+ * may be stale.
+ */
+let metadataGeneration = 0;
+
+/**
  * Merges fields into the redlimit metadata of a controller class or handler function.
  *
  * @example
@@ -159,19 +165,16 @@ export interface EffectiveRedlimitMetadata {
 export function defineRedlimitMetadata(target: object, patch: RedlimitMetadata): void {
   const current = Reflect.getOwnMetadata(REDLIMIT_METADATA, target) as RedlimitMetadata | undefined;
   Reflect.defineMetadata(REDLIMIT_METADATA, { ...current, ...patch }, target);
+  metadataGeneration++;
 }
 
-/** Stands for "no metadata" in the cache of {@link readRedlimitMetadata}. */
-const NO_METADATA: RedlimitMetadata = Object.freeze({});
-
 /**
- * Merged metadata by the handler's metadata, then by the controller's: read on every call, merged
- * once per pair. Metadata is replaced, never changed in place ({@link defineRedlimitMetadata}
- * writes a new object), so a pair seen before merges to the same result and a replaced one anew.
+ * {@link readRedlimitMetadata}'s answers by handler, then controller class (a handler inherited by
+ * two controllers has two), each with the generation it was read at.
  */
-const effectiveByOwn = new WeakMap<
-  RedlimitMetadata,
-  WeakMap<RedlimitMetadata, EffectiveRedlimitMetadata>
+const effectiveByHandler = new WeakMap<
+  object,
+  WeakMap<object, { readonly generation: number; readonly effective: EffectiveRedlimitMetadata }>
 >();
 
 /**
@@ -179,8 +182,9 @@ const effectiveByOwn = new WeakMap<
  * the handler's all apply, as one decision (and the guard adds the module's default policy),
  * unless a handler layer has `override: true` (then only the handler's layers apply). A handler's
  * `@SkipThrottle()` skips everything; a controller's skips the controller's layers and the
- * default, leaving the handler's own. The result is frozen and shared by every call that reads
- * the same metadata.
+ * default, leaving the handler's own. The result is frozen, and the same object until redlimit
+ * metadata is written again: write it with {@link defineRedlimitMetadata} (as the decorators do),
+ * never with `Reflect.defineMetadata`.
  *
  * @example
  * const { throttle } = readRedlimitMetadata(context.getHandler(), context.getClass());
@@ -189,19 +193,20 @@ export function readRedlimitMetadata(
   handler: object,
   controller: object,
 ): EffectiveRedlimitMetadata {
+  // Read on every guarded call: reflect-metadata's lookups walk both prototype chains, so the
+  // merged answer is kept until the next write through defineRedlimitMetadata (the decorators').
+  let byController = effectiveByHandler.get(handler);
+  if (!byController) {
+    byController = new WeakMap();
+    effectiveByHandler.set(handler, byController);
+  }
+  const cached = byController.get(controller);
+  if (cached?.generation === metadataGeneration) return cached.effective;
   const own = Reflect.getMetadata(REDLIMIT_METADATA, handler) as RedlimitMetadata | undefined;
   const inherited = Reflect.getMetadata(REDLIMIT_METADATA, controller) as
     RedlimitMetadata | undefined;
-  let byInherited = effectiveByOwn.get(own ?? NO_METADATA);
-  if (!byInherited) {
-    byInherited = new WeakMap();
-    effectiveByOwn.set(own ?? NO_METADATA, byInherited);
-  }
-  let effective = byInherited.get(inherited ?? NO_METADATA);
-  if (!effective) {
-    effective = Object.freeze(mergeRedlimitMetadata(own, inherited));
-    byInherited.set(inherited ?? NO_METADATA, effective);
-  }
+  const effective = Object.freeze(mergeRedlimitMetadata(own, inherited));
+  byController.set(controller, { generation: metadataGeneration, effective });
   return effective;
 }
 
