@@ -43,8 +43,8 @@ const DEFAULT_TIMEOUT_MS = 1000;
 /**
  * Health of the module's rate-limit store, for `@nestjs/terminus` (or any health endpoint):
  * `up` when the store answers and runs the Lua script of every algorithm the module's policies
- * use — a read-only `peek` on a probe key per algorithm, so nothing is written and `NOSCRIPT` is
- * recovered as it would be for a request — within `timeoutMs`; `down` with the reason otherwise.
+ * use — a read-only `peek` on a probe key per algorithm, so nothing is written and a missing function
+ * library is loaded as it would be for a request — within `timeoutMs`; `down` with the reason otherwise.
  * It never waits longer than `timeoutMs`, so a stopped or hung Redis reports `down` quickly.
  *
  * It returns Terminus's result shape and does not import `@nestjs/terminus` (an optional peer):

@@ -104,8 +104,9 @@ type StackGroup = ReadonlyArray<readonly number[]>;
 
 /**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
- * one Lua script run (EVALSHA, reloaded transparently after a script flush or restart), so the
- * check and the spend cannot be interleaved with anything.
+ * one Lua script run (an FCALL of redlimit's function library, loaded transparently when a server
+ * lacks it; EVALSHA where functions are not permitted), so the check and the spend cannot be
+ * interleaved with anything.
  *
  * On Redis Cluster, the keys of one call that live in different slots are spent slot group by slot
  * group, in slot order, each group atomically; when a later group refuses (or fails), the groups

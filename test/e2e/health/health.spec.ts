@@ -93,14 +93,13 @@ describe.each(PLATFORMS)('RedlimitHealthIndicator (Terminus) on %s', (platform) 
   });
 
   it('is down when Redis answers PING but cannot run scripts', async () => {
-    const server = await startRedisServer([
-      '--rename-command',
-      'EVALSHA',
-      '',
-      '--rename-command',
-      'EVAL',
-      '',
-    ]);
+    const server = await startRedisServer(
+      ['FCALL', 'FUNCTION', 'EVALSHA', 'EVAL'].flatMap((command) => [
+        '--rename-command',
+        command,
+        '',
+      ]),
+    );
     const client = new Redis(server.url);
     try {
       expect(await client.ping()).toBe('PONG'); // a PING-only check would say up
