@@ -98,37 +98,73 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
         'clientIp.trustedProxies to the addresses of the proxies that write it',
     );
   }
-  const isTrusted = (address: string): boolean => {
+  // Every request asks about its peer (and, behind proxies, the hops): the answers for the last
+  // addresses seen are kept, as parsing and BlockList checks cost more than the rest of a lookup.
+  const facts = memoized((address: string): AddressFacts | undefined => {
     const canonical = canonicalIp(address);
-    return trusted !== undefined && canonical !== undefined && inList(trusted, canonical);
-  };
+    if (canonical === undefined) return undefined;
+    return {
+      canonical,
+      grouped: groupIp(canonical, subnet),
+      trusted: trusted !== undefined && inList(trusted, canonical),
+    };
+  });
+  const isTrusted = (address: string): boolean =>
+    typeof address === 'string' && facts(address)?.trusted === true;
   const resolve = (
     peerAddress: string | undefined,
     headerValue?: string | readonly string[],
   ): string | undefined => {
-    const peer = canonicalIp(peerAddress);
+    const peer = typeof peerAddress === 'string' ? facts(peerAddress) : undefined;
     if (peer === undefined) return undefined;
-    if (!trusted || !inList(trusted, peer) || headerValue === undefined) {
-      return groupIp(peer, subnet);
-    }
+    if (!peer.trusted || headerValue === undefined) return peer.grouped;
     const client =
       header === 'x-forwarded-for' || header === 'forwarded'
         ? walk(
-            trusted,
-            peer,
+            isTrusted,
+            peer.canonical,
             header === 'forwarded' ? forwardedFor(headerValue) : hops(headerValue),
           )
         : singleValue(headerValue);
     if (client === undefined || OBFUSCATED.test(client)) return client;
-    return groupIp(client, subnet);
+    return facts(client)?.grouped ?? groupIp(client, subnet);
   };
   return Object.assign(resolve, { header, isTrusted });
 }
 
+/** What a resolver knows of one address. */
+interface AddressFacts {
+  /** The address in canonical form ({@link canonicalIp}). */
+  readonly canonical: string;
+  /** Grouped by the IPv6 subnet ({@link groupIp}). */
+  readonly grouped: string;
+  /** Whether it is one of the trusted proxies. */
+  readonly trusted: boolean;
+}
+
+/**
+ * A pure function of a string that remembers its answers for the last `max` strings asked (all
+ * are forgotten when the table is full: memory stays bounded whatever clients send).
+ */
+function memoized<T>(fn: (text: string) => T, max = 1024): (text: string) => T {
+  const answers = new Map<string, T>();
+  return (text) => {
+    if (answers.has(text)) return answers.get(text)!;
+    const answer = fn(text);
+    if (answers.size >= max) answers.clear();
+    answers.set(text, answer);
+    return answer;
+  };
+}
+
 /** The client at the end of a chain: the first hop from the right that is not a trusted proxy. */
-function walk(trusted: BlockList, peer: string, chain: string[]): string | undefined {
+function walk(
+  isTrusted: (address: string) => boolean,
+  peer: string,
+  chain: string[],
+): string | undefined {
   let client = peer;
-  while (chain.length > 0 && inList(trusted, client)) {
+  while (chain.length > 0 && isTrusted(client)) {
     const hop = chain.pop()!;
     if (OBFUSCATED.test(hop)) return hop; // the proxy's own name for its client
     const address = hopAddress(hop);
@@ -206,11 +242,15 @@ export function groupIp(address: string, subnet: number): string {
  * isInternalAddress('10.1.2.3'); // true
  */
 export function isInternalAddress(address: string): boolean {
-  const canonical = canonicalIp(address);
-  return canonical !== undefined && inList(INTERNAL, canonical);
+  return typeof address === 'string' && isInternalText(address);
 }
 
 const INTERNAL = trustList(['loopback', 'private', 'linklocal'])!;
+
+const isInternalText = memoized((address: string): boolean => {
+  const canonical = canonicalIp(address);
+  return canonical !== undefined && inList(INTERNAL, canonical);
+});
 
 function stripZone(text: string): string {
   const zone = text.indexOf('%');

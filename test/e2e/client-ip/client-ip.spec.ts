@@ -173,6 +173,21 @@ describe('client IP resolution', () => {
     expect(createClientIpResolver()('127.0.0.1', '198.51.100.7')).toBe('127.0.0.1');
   });
 
+  it('answers the same for an address seen before, and after more addresses than it remembers', () => {
+    const resolve = createClientIpResolver({ trustedProxies: ['10.0.0.0/8'], ipv6Subnet: 48 });
+    const expected = (i: number) => `2001:db8:${i.toString(16)}::/48`;
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 3000; i++) {
+        expect(resolve(`2001:db8:${i.toString(16)}::1`)).toBe(expected(i));
+        expect(resolve('10.0.0.1', `2001:db8:${i.toString(16)}::2`)).toBe(expected(i));
+      }
+    }
+    expect(resolve.isTrusted('10.9.9.9')).toBe(true);
+    expect(resolve.isTrusted('11.0.0.1')).toBe(false);
+    expect(resolve('not an address')).toBeUndefined();
+    expect(resolve('not an address')).toBeUndefined();
+  });
+
   it('rejects a trusted proxy entry it cannot read, naming it', () => {
     expect(() => createClientIpResolver({ trustedProxies: ['10.0.0.0/33'] })).toThrow(
       /'10\.0\.0\.0\/33' is not an IP address/,
