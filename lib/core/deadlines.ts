@@ -3,8 +3,8 @@ import { StoreTimeoutError } from './errors';
 
 interface Waiting {
   readonly at: number;
-  /** Rejects the caller with a timeout, unless it was answered already (then does nothing). */
-  readonly expire: () => void;
+  /** Rejects the caller with a timeout; dropped once the call is answered (nothing kept alive). */
+  expire?: () => void;
 }
 
 /**
@@ -26,30 +26,38 @@ export class Deadlines {
    */
   race<T>(promise: Promise<T>, onLate?: (value: T) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let state: 'waiting' | 'answered' | 'timedOut' = 'waiting';
-      this.push({
+      let timedOut = false;
+      const waiting: Waiting = {
         at: monotonicNow() + this.ms,
         expire: () => {
-          if (state !== 'waiting') return;
-          state = 'timedOut';
+          timedOut = true;
           reject(new StoreTimeoutError(this.ms));
         },
-      });
+      };
+      this.push(waiting);
       promise.then(
         (value) => {
-          if (state === 'timedOut') onLate?.(value);
+          if (timedOut) onLate?.(value);
           else {
-            state = 'answered';
+            this.answered(waiting);
             resolve(value);
           }
         },
         (error: unknown) => {
-          if (state === 'timedOut') return; // already answered; the late error changes nothing
-          state = 'answered';
+          if (timedOut) return; // already answered; the late error changes nothing
+          this.answered(waiting);
           reject(error instanceof Error ? error : new Error(String(error)));
         },
       );
     });
+  }
+
+  /** Drops an answered call's closure, and answered calls from the head of the queue. */
+  private answered(waiting: Waiting): void {
+    waiting.expire = undefined;
+    const queue = this.queue;
+    while (this.head < queue.length && queue[this.head]!.expire === undefined) this.head++;
+    this.compact();
   }
 
   private push(waiting: Waiting): void {
@@ -67,16 +75,27 @@ export class Deadlines {
     this.timer = undefined;
     const now = monotonicNow();
     const queue = this.queue;
-    while (this.head < queue.length && queue[this.head]!.at <= now) queue[this.head++]!.expire();
+    while (this.head < queue.length) {
+      const waiting = queue[this.head]!;
+      if (waiting.expire !== undefined && waiting.at > now) break;
+      this.head++;
+      const expire = waiting.expire;
+      waiting.expire = undefined;
+      expire?.();
+    }
+    this.compact();
+    if (this.head < queue.length) this.arm(queue[this.head]!.at);
+  }
+
+  /** Forgets the entries before the head: all of them once the queue drained, else in bulk. */
+  private compact(): void {
+    const queue = this.queue;
     if (this.head === queue.length) {
       queue.length = 0;
       this.head = 0;
-      return;
-    }
-    if (this.head > 1024 && this.head * 2 > queue.length) {
+    } else if (this.head > 1024 && this.head * 2 > queue.length) {
       queue.splice(0, this.head);
       this.head = 0;
     }
-    this.arm(queue[this.head]!.at);
   }
 }

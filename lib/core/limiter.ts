@@ -67,6 +67,9 @@ export interface LimiterOptions {
   readonly events?: DecisionEvents;
 }
 
+/** The longest delay `setTimeout` honours (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
 const settledReceipts = new WeakSet<Receipt>();
 
@@ -125,6 +128,11 @@ export class Limiter {
     }
     this.failMode = failMode;
     this.timeoutMs = positiveMs(options.timeoutMs, 1000, 'timeoutMs');
+    if (this.timeoutMs > MAX_TIMER_MS) {
+      throw new RangeError(
+        `timeoutMs must be at most ${MAX_TIMER_MS} (about 24.8 days, the longest timer Node keeps); got ${this.timeoutMs}`,
+      );
+    }
     this.deadlines = new Deadlines(this.timeoutMs);
     this.failureRetryAfterMs = positiveMs(options.failureRetryAfterMs, 1000, 'failureRetryAfterMs');
   }

@@ -6,27 +6,59 @@ type Client = Redis | Cluster;
 
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
+/** A call that did not run and goes again once the runner has recovered. */
+interface Retry {
+  readonly seq: number;
+  /** Sends it again (`true`), or fails it with this error. */
+  readonly go: (error?: Error) => void;
+}
+
+/** While the runner recovers from calls that did not run (see {@link ScriptRunner}). */
+interface Recovery {
+  /** Settled once the library is loaded (or functions turned out to be unavailable). */
+  ready: boolean;
+  /** Why the library could not be loaded, for the calls waiting on it. */
+  error?: Error;
+  readonly retries: Retry[];
+  /** Calls issued during the recovery, in issue order. */
+  readonly held: Array<() => void>;
+  /** The latest send (by sequence) that took effect while calls before it waited to go again. */
+  latestSuccess: number;
+}
+
+/** Most times one call is sent again after it did not run. */
+const MAX_RESENDS = 3;
+
 /**
  * Runs redlimit's scripts on one client, as Redis Functions (`FCALL`) where the server allows it,
  * else as scripts (`EVALSHA`).
  *
  * Functions: the library (every script of this version, see {@link scriptLibrary}) is loaded with
  * `FUNCTION LOAD` the first time a call finds it missing (a new server, a restart without
- * persistence, `FUNCTION FLUSH`), on every master of a Cluster, and the call is sent again: a
- * missing function never ran, so nothing is spent twice. Calls issued while the library loads wait
- * for it and go out in issue order behind the calls that found it missing. Functions survive
- * `SCRIPT FLUSH`, are replicated, and are persisted with the data.
+ * persistence, `FUNCTION FLUSH`), on every master of a Cluster. Functions survive `SCRIPT FLUSH`,
+ * are replicated, and are persisted with the data.
  *
  * Scripts: when the server does not know `FUNCTION`/`FCALL` or the user may not run them (an ACL
- * without `@scripting` functions), every call from then on is an `EVALSHA`, sent again as `EVAL`
- * when Redis answers `NOSCRIPT`.
+ * without them), every call from then on is an `EVALSHA`, sent again as `EVAL` when Redis answers
+ * `NOSCRIPT`. A call refused before it ran because Redis is out of memory (a function registered
+ * without flags is refused before it runs, even a peek; a script only at its first write) is sent
+ * again as a script.
+ *
+ * Order: a call that did not run (its function missing or not permitted, or refused for memory)
+ * goes again only once the library is loaded and every call sent before the miss has answered;
+ * calls issued meanwhile wait. Then the calls that did not run go again in the order they were
+ * first sent, then the waiting ones in issue order. A call that did not run while a call sent
+ * after it took effect (another process loaded the library in between) fails with its error
+ * instead: going again would put it after a later call.
  */
 export class ScriptRunner {
   private readonly library = scriptLibrary();
-  /** Undefined until a call tells: functions are tried first. */
+  /** Functions turned out to be unavailable: scripts from now on. */
   private scripts = false;
-  /** The library being loaded: calls issued meanwhile wait for it. */
-  private loading?: Promise<void>;
+  private nextSeq = 0;
+  /** Sends not answered yet, by sequence. */
+  private readonly inFlight = new Set<number>();
+  private recovery?: Recovery;
 
   constructor(private readonly client: Client) {}
 
@@ -36,48 +68,114 @@ export class ScriptRunner {
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {
-    if (this.loading) return this.loading.then(() => this.run(id, keys, args));
-    return this.send(id, keys, args).catch((error: unknown) => this.recover(error, id, keys, args));
+    const recovery = this.recovery;
+    if (recovery) {
+      return new Promise((resolve, reject) =>
+        recovery.held.push(() => void this.run(id, keys, args).then(resolve, reject)),
+      );
+    }
+    return this.dispatch(id, keys, args, 0, false);
   }
 
-  private send(
+  private dispatch(
+    id: ScriptId,
+    keys: readonly string[],
+    args: ReadonlyArray<string | number>,
+    resends: number,
+    asScript: boolean,
+  ): Promise<unknown> {
+    const seq = this.nextSeq++;
+    this.inFlight.add(seq);
+    const sent =
+      asScript || this.scripts ? this.evalsha(id, keys, args) : this.fcall(id, keys, args);
+    return sent.then(
+      (reply) => {
+        this.inFlight.delete(seq);
+        if (this.recovery) {
+          this.recovery.latestSuccess = Math.max(this.recovery.latestSuccess, seq);
+          this.settle();
+        }
+        return reply;
+      },
+      (error: unknown) => {
+        this.inFlight.delete(seq);
+        const notRun = didNotRun(error, this.scripts || asScript);
+        if (!notRun || resends >= MAX_RESENDS) {
+          this.settle();
+          return explainScriptError(error);
+        }
+        return new Promise<unknown>((resolve, reject) => {
+          const recovery = this.recover(notRun);
+          recovery.retries.push({
+            seq,
+            go: (failed) => {
+              if (failed) reject(failed);
+              else {
+                const script = notRun === 'memory';
+                this.dispatch(id, keys, args, resends + 1, script).then(resolve, reject);
+              }
+            },
+          });
+          this.settle();
+        });
+      },
+    );
+  }
+
+  /** The recovery under way, or a new one for calls that did not run for `why`. */
+  private recover(why: 'missing' | 'denied' | 'memory'): Recovery {
+    let recovery = this.recovery;
+    if (recovery === undefined) {
+      recovery = this.recovery = { ready: false, retries: [], held: [], latestSuccess: -1 };
+      const current = recovery;
+      const loaded = why === 'missing' && !this.scripts ? this.load() : Promise.resolve();
+      if (why === 'denied') this.scripts = true;
+      loaded.then(
+        () => {
+          current.ready = true;
+          this.settle();
+        },
+        (error: unknown) => {
+          current.ready = true;
+          current.error = error instanceof Error ? error : new Error(String(error));
+          this.settle();
+        },
+      );
+    } else if (why === 'denied') {
+      this.scripts = true;
+    }
+    return recovery;
+  }
+
+  /** Ends the recovery once the library is ready and every call sent before has answered. */
+  private settle(): void {
+    const recovery = this.recovery;
+    if (!recovery?.ready || this.inFlight.size > 0) return;
+    this.recovery = undefined;
+    const retries = recovery.retries.sort((a, b) => a.seq - b.seq);
+    for (const { seq, go } of retries) {
+      if (recovery.error) go(recovery.error);
+      else if (recovery.latestSuccess > seq) {
+        go(
+          new Error(
+            'redlimit: the call did not run (the function library was missing) and a call sent ' +
+              'after it took effect meanwhile; it is not sent again, to keep issue order',
+          ),
+        );
+      } else go();
+    }
+    for (const send of recovery.held) send();
+  }
+
+  private fcall(
     id: ScriptId,
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {
-    if (this.scripts) return this.evalsha(id, keys, args);
     const argv: Array<string | number> = [this.library.functionName(id), keys.length];
     for (const key of keys) argv.push(key);
     for (const arg of args) argv.push(arg);
     return this.client.call('fcall', argv);
-  }
-
-  private async recover(
-    error: unknown,
-    id: ScriptId,
-    keys: readonly string[],
-    args: ReadonlyArray<string | number>,
-  ): Promise<unknown> {
-    if (!this.scripts && isFunctionMissing(error)) {
-      // It did not run. Load the library (once for every call that found it missing), then
-      // send again; a second miss (a flush in between) loads once more.
-      for (let attempt = 0; ; attempt++) {
-        this.loading ??= this.load().finally(() => (this.loading = undefined));
-        await this.loading;
-        try {
-          return await this.send(id, keys, args);
-        } catch (again) {
-          if (this.scripts || !isFunctionMissing(again) || attempt >= 2) {
-            return explainScriptError(again);
-          }
-        }
-      }
-    }
-    if (!this.scripts && isFunctionUnavailable(error)) {
-      this.scripts = true;
-      return this.evalsha(id, keys, args);
-    }
-    return explainScriptError(error);
   }
 
   /** `FUNCTION LOAD` on the server, or on every master of a Cluster; switches to scripts if denied. */
@@ -130,21 +228,29 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The library is not on that server: the function did not run. */
-function isFunctionMissing(error: unknown): boolean {
-  return /^ERR Function not found/i.test(messageOf(error));
+/**
+ * Why a call did not run at all, or undefined: its function was missing, functions are not
+ * known or not permitted, or Redis refused it for memory before it ran (a function is refused
+ * before it runs; within a script the message names the script).
+ */
+function didNotRun(error: unknown, scripts: boolean): 'missing' | 'denied' | 'memory' | undefined {
+  const message = messageOf(error);
+  if (/^ERR Function not found/i.test(message)) return 'missing';
+  if (isFunctionUnavailable(error)) return 'denied';
+  if (!scripts && /^OOM /.test(message) && !/script:/.test(message)) return 'memory';
+  return undefined;
 }
 
 function isAlreadyLoaded(error: unknown): boolean {
   return /already exists/i.test(messageOf(error));
 }
 
-/** Functions are not there (before Redis 7.0) or not permitted (ACL). */
+/** Functions are not there (before Redis 7.0) or not permitted (ACL) for FCALL or FUNCTION. */
 function isFunctionUnavailable(error: unknown): boolean {
   const message = messageOf(error);
   return (
-    /^NOPERM/i.test(message) ||
-    (/unknown (redis )?command/i.test(message) && /fcall|function/i.test(message))
+    /^NOPERM .*'(fcall|fcall_ro|function)[|' ]/i.test(message) ||
+    (/unknown (redis )?command/i.test(message) && /'(fcall|function)'/i.test(message))
   );
 }
 
