@@ -2,12 +2,31 @@ import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { ClockOffset } from './clock-offset';
-import { clusterSlot } from './cluster-slot.util';
-import { explainScriptError, ScriptRunner } from './script-runner';
+import { ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { storageKey, storageKeysWithLedgers } from './storage-key.util';
+import {
+  expiryOffset,
+  explainOrError,
+  limitArgs,
+  REPLY_LENGTH,
+  resetMarks,
+  toResult,
+} from './script-reply.util';
+import {
+  earliest,
+  type GroupResult,
+  mergeStack,
+  narrow,
+  part,
+  settled,
+  type SlotRequest,
+  type StackGroup,
+  stackGroups,
+} from './slot-groups.util';
+import { SlotTurns } from './slot-turns';
+import { storageKeysWithLedgers } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -79,30 +98,6 @@ interface Queued {
 }
 
 /**
- * Values per decision in a consume-frame reply (after the clock's reading) and in a batch/consume
- * reply (after the batch's), before its reset marks: status (allowed + 2 × (binding limit + (L + 1)
- * × refusing key), both 1-based, L the number of limits; -1: past its deadline; -2: an error,
- * message next), remaining,
- * retryAfterMs, resetAfterMs, the instant decided at.
- */
-const REPLY_LENGTH = 5;
-
-/** A script's answer for one request, with what merging slot groups needs. */
-type GroupResult = SpendResult & { readonly resetIfUnspentMs: number };
-
-/** A slot group's own answer, with the indices (into the request's keys) it covered. */
-interface PartResult {
-  readonly indices: readonly number[];
-  readonly result: GroupResult;
-}
-
-/** What slot grouping needs of a request: its caller keys and policy (they make the stored keys). */
-type SlotRequest = { readonly keys: readonly string[]; readonly policy: string };
-
-/** One slot group of a stack: per request, the indices of its keys in that slot (maybe none). */
-type StackGroup = ReadonlyArray<readonly number[]>;
-
-/**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
  * one Lua script run (an FCALL of redlimit's function library, loaded transparently when a server
  * lacks it; EVALSHA where functions are not permitted), so the check and the spend cannot be
@@ -145,13 +140,8 @@ export class RedisStore implements Store {
   /** Decisions waiting for the end of this event-loop turn, per Cluster slot (-1 off Cluster). */
   private readonly queues = new Map<number, Queued[]>();
   private flushScheduled = false;
-  /**
-   * Cluster: per slot, the turn of the latest operation that has not yet sent its part there (or,
-   * for a cross-slot spend, not yet finished: it charges slot group by slot group and compensates
-   * when a later group refuses). Operations issued after it on a shared slot wait for that turn,
-   * so each slot sees issue order and no tentative charge of this store's own calls.
-   */
-  private readonly slotTurns = new Map<number, Promise<void>>();
+  /** Cluster: issue order per slot (see {@link SlotTurns}). */
+  private readonly slotTurns = new SlotTurns();
 
   constructor(options: RedisStoreOptions) {
     const client = options?.client;
@@ -328,7 +318,7 @@ export class RedisStore implements Store {
     }
     // Every slot is claimed now, in issue order, and held until the call is over (compensation
     // included): operations issued after it never see its tentative charges.
-    const turns = groups.map(([slot]) => this.claim(slot));
+    const turns = groups.map(([slot]) => this.slotTurns.claim(slot));
     const inTurn = async <T>(g: number, send: () => Promise<T>): Promise<T> => {
       await turns[g]!.before;
       return send();
@@ -389,65 +379,22 @@ export class RedisStore implements Store {
     );
   }
 
-  /**
-   * Cluster: claims `slot` for one part of an operation. `before` (absent when nothing waits)
-   * settles once every operation issued earlier on that slot is done with it; call `release` once
-   * this one is (again is harmless).
-   */
-  private claim(slot: number): { before?: Promise<void>; release: () => void } {
-    const before = this.slotTurns.get(slot);
-    let done!: () => void;
-    const turn = new Promise<void>((resolve) => (done = resolve));
-    this.slotTurns.set(slot, turn);
-    const release = () => {
-      if (this.slotTurns.get(slot) === turn) this.slotTurns.delete(slot);
-      done();
-    };
-    return before ? { before, release } : { release };
-  }
-
-  /**
-   * Runs `send` (which sends every part synchronously, before its first await) once every part
-   * issued earlier on these slots has been sent: at once when none waits, as always off Cluster.
-   */
-  private whenSlotsFree<T>(
-    groups: ReadonlyArray<readonly [number, unknown]>,
-    send: () => Promise<T>,
-  ): Promise<T> {
-    if (!this.cluster) return send();
-    const claims = groups.map(([slot]) => this.claim(slot));
-    const sendNow = () => {
-      try {
-        return send();
-      } finally {
-        for (const claim of claims) claim.release();
-      }
-    };
-    const waits = claims.flatMap(({ before }) => (before ? [before] : []));
-    return waits.length === 0 ? sendNow() : Promise.all(waits).then(sendNow);
-  }
-
   /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
   private slotGroups(request: SlotRequest): Array<[slot: number, indices: readonly number[]]> {
     return this.stackGroups([request]).map(([slot, [indices]]) => [slot, indices!]);
   }
 
-  /**
-   * Every (request, key) of a stack grouped by Cluster slot, in slot order, with its slot (one
-   * group, slot -1, off Cluster).
-   */
+  /** Every (request, key) of a stack grouped by Cluster slot (one group, slot -1, off Cluster). */
   private stackGroups(requests: readonly SlotRequest[]): Array<[slot: number, group: StackGroup]> {
-    if (!this.cluster) return [[-1, requests.map((r) => r.keys.map((_, i) => i))]];
-    const bySlot = new Map<number, number[][]>();
-    requests.forEach((request, r) =>
-      request.keys.forEach((key, i) => {
-        const slot = clusterSlot(storageKey(this.prefix, key, request.policy, 0));
-        let group = bySlot.get(slot);
-        if (!group) bySlot.set(slot, (group = requests.map(() => [])));
-        group[r]!.push(i);
-      }),
-    );
-    return [...bySlot.entries()].sort(([a], [b]) => a - b);
+    return stackGroups(this.prefix, this.cluster, requests);
+  }
+
+  /** Runs `send` in these slots' turn on Cluster (see {@link SlotTurns}); at once off Cluster. */
+  private whenSlotsFree<T>(
+    groups: ReadonlyArray<readonly [number, unknown]>,
+    send: () => Promise<T>,
+  ): Promise<T> {
+    return this.cluster ? this.slotTurns.whenFree(groups, send) : send();
   }
 
   private async compensateStack(
@@ -777,192 +724,4 @@ export class RedisStore implements Store {
   private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
     return this.scripts.run(id, keys, args);
   }
-}
-
-/** The same request, narrowed to some of its keys. */
-function part<R extends { readonly keys: readonly string[] }>(
-  request: R,
-  indices: readonly number[],
-): R {
-  if (indices.length === request.keys.length) return request;
-  return { ...request, keys: indices.map((i) => request.keys[i]!) };
-}
-
-/**
- * One answer from the answers of several slot groups, as if one script had seen every key: all
- * must allow; the least room binds; the longest wait refuses; instants are kept per key.
- */
-function merge(
-  request: SpendRequest,
-  parts: readonly PartResult[],
-  allowed = parts.every(({ result }) => result.allowed),
-): SpendResult {
-  let room = Infinity;
-  let bindingLimit = 0;
-  let refusal: { wait: number; key: number; limit: number } | undefined;
-  let resetAfterMs = 0;
-  const atByKey: number[] = new Array<number>(request.keys.length);
-  const marks: number[] = new Array<number>(request.keys.length).fill(0);
-  for (const { indices, result } of parts) {
-    const partRoom = result.allowed ? result.remaining + request.cost : result.remaining;
-    if (partRoom < room || (partRoom === room && result.limitIndex < bindingLimit)) {
-      room = partRoom;
-      bindingLimit = result.limitIndex;
-    }
-    if (!result.allowed && result.blockedKeyIndex >= 0) {
-      // The longest wait refuses; on a tie, the key named first (as one script would choose).
-      const key = indices[result.blockedKeyIndex]!;
-      const wait = result.retryAfterMs;
-      if (!refusal || wait > refusal.wait || (wait === refusal.wait && key < refusal.key)) {
-        refusal = { wait, key, limit: result.limitIndex };
-      }
-    }
-    const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
-    resetAfterMs = Math.max(resetAfterMs, reset);
-    indices.forEach((i, n) => {
-      atByKey[i] = result.at;
-      marks[i] = result.resetMarks?.[n] ?? 0;
-    });
-  }
-  return {
-    allowed,
-    remaining: allowed ? room - request.cost : room, // a refusal spends nothing
-    limitIndex: refusal ? refusal.limit : bindingLimit, // the refusing limit binds
-    retryAfterMs: refusal?.wait ?? 0,
-    resetAfterMs,
-    blockedKeyIndex: refusal?.key ?? -1,
-    at: parts[0]!.result.at,
-    atByKey,
-    ...(marks.some((mark) => mark > 0) && { resetMarks: marks }),
-  };
-}
-
-/** The requests of a stack, each narrowed to the keys one slot group holds (empty ones dropped). */
-function narrow(requests: readonly SpendRequest[], group: StackGroup): SpendRequest[] {
-  const out: SpendRequest[] = [];
-  requests.forEach((request, r) => {
-    if (group[r]!.length > 0) out.push(part(request, group[r]!));
-  });
-  return out;
-}
-
-/** The error one decision of a batch answered, as a store error. */
-function explainOrError(message: string): Error {
-  try {
-    explainScriptError(new Error(message));
-  } catch (error) {
-    return error as Error;
-  }
-  return new Error(message);
-}
-
-/** `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset). */
-function resetMarks(reply: readonly number[], from: number, count: number): number[] | undefined {
-  for (let i = from; i < from + count; i++) {
-    if (reply[i]! > 0) return reply.slice(from, from + count);
-  }
-  return undefined;
-}
-
-/** One decision's values of a consume-frame or batch/consume reply, from `reply[at]` on. */
-function toResult(
-  reply: readonly number[],
-  at: number,
-  request: SpendRequest,
-  spendId: string | undefined,
-): SpendResult {
-  const status = reply[at]!;
-  const allowed = status % 2 === 1;
-  const packed = (status - (status % 2)) / 2;
-  const stride = request.limits.length + 1;
-  const binding = packed % stride;
-  const refusing = (packed - binding) / stride;
-  const marks = resetMarks(reply, at + REPLY_LENGTH, request.keys.length);
-  const result: {
-    -readonly [K in keyof SpendResult]: SpendResult[K];
-  } = {
-    allowed,
-    remaining: reply[at + 1]!,
-    limitIndex: binding - 1,
-    retryAfterMs: reply[at + 2]!,
-    resetAfterMs: reply[at + 3]!,
-    blockedKeyIndex: refusing - 1,
-    at: reply[at + 4]!,
-  };
-  if (spendId !== undefined && allowed) result.spendId = spendId;
-  if (marks) result.resetMarks = marks;
-  return result;
-}
-
-/** The values of the promises that fulfilled, in order (the rejected ones are left out). */
-async function settled<T>(promises: ReadonlyArray<Promise<T>>): Promise<T[]> {
-  const outcomes = await Promise.allSettled(promises);
-  return outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []));
-}
-
-/** The earliest deadline of a stack's requests. */
-function earliest(requests: readonly SpendRequest[]): number | undefined {
-  let at: number | undefined;
-  for (const { deadlineAt } of requests) {
-    if (deadlineAt !== undefined && (at === undefined || deadlineAt < at)) at = deadlineAt;
-  }
-  return at;
-}
-
-/** One stack answer from the answers of its slot groups, as if one script had seen every key. */
-function mergeStack(
-  requests: readonly SpendRequest[],
-  groups: ReadonlyArray<{ group: StackGroup; results: readonly GroupResult[] }>,
-  allowed: boolean,
-): StackResult {
-  const perRequest: PartResult[][] = requests.map(() => []);
-  for (const { group, results } of groups) {
-    let n = 0;
-    requests.forEach((_, r) => {
-      if (group[r]!.length > 0) perRequest[r]!.push({ indices: group[r]!, result: results[n++]! });
-    });
-  }
-  let refusingIndex = -1;
-  let refusingWait = 0;
-  const at = groups[0]!.results[0]!.at;
-  const results = requests.map((request, r) => {
-    // A request whose keys all sit in groups that could not be read (a failed peek after the
-    // refusal): nothing is known of it, and nothing was spent on it.
-    if (perRequest[r]!.length === 0) {
-      return {
-        allowed,
-        remaining: 0,
-        limitIndex: 0,
-        retryAfterMs: 0,
-        resetAfterMs: 0,
-        blockedKeyIndex: -1,
-        at,
-      };
-    }
-    const merged = merge(request, perRequest[r]!, allowed);
-    // The longest wait refuses; ties go to the first request (as the script chooses).
-    if (merged.blockedKeyIndex >= 0 && (refusingIndex < 0 || merged.retryAfterMs > refusingWait)) {
-      refusingIndex = r;
-      refusingWait = merged.retryAfterMs;
-    }
-    return merged;
-  });
-  return { allowed, refusingIndex, results };
-}
-
-const DAY_MS = 86_400_000;
-
-/**
- * Maps window ends on a custom clock to real expiry instants. Whole days, so stores built at
- * slightly different moments on the same clock agree (the fixed window recognises its counter by
- * its exact expiry), and one day ahead, so a short window never expires before it is read.
- */
-function expiryOffset(clockNow: number): number {
-  return Math.ceil((Date.now() - Math.floor(clockNow)) / DAY_MS) * DAY_MS + DAY_MS;
-}
-
-function limitArgs(request: SpendRequest): Array<number> {
-  const args: number[] = [request.limits.length];
-  for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
-  return args;
 }

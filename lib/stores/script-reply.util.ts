@@ -1,0 +1,82 @@
+import type { SpendRequest, SpendResult } from './store.interface';
+import { explainScriptError } from './script-runner';
+
+/* What the store sends to its scripts and reads back from them. */
+
+/**
+ * Values per decision in a consume-frame reply (after the clock's reading) and in a batch/consume
+ * reply (after the batch's), before its reset marks: status (allowed + 2 × (binding limit + (L + 1)
+ * × refusing key), both 1-based, L the number of limits; -1: past its deadline; -2: an error,
+ * message next), remaining,
+ * retryAfterMs, resetAfterMs, the instant decided at.
+ */
+export const REPLY_LENGTH = 5;
+
+/** The error one decision of a batch answered, as a store error. */
+export function explainOrError(message: string): Error {
+  try {
+    explainScriptError(new Error(message));
+  } catch (error) {
+    return error as Error;
+  }
+  return new Error(message);
+}
+
+/** `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset). */
+export function resetMarks(
+  reply: readonly number[],
+  from: number,
+  count: number,
+): number[] | undefined {
+  for (let i = from; i < from + count; i++) {
+    if (reply[i]! > 0) return reply.slice(from, from + count);
+  }
+  return undefined;
+}
+
+/** One decision's values of a consume-frame or batch/consume reply, from `reply[at]` on. */
+export function toResult(
+  reply: readonly number[],
+  at: number,
+  request: SpendRequest,
+  spendId: string | undefined,
+): SpendResult {
+  const status = reply[at]!;
+  const allowed = status % 2 === 1;
+  const packed = (status - (status % 2)) / 2;
+  const stride = request.limits.length + 1;
+  const binding = packed % stride;
+  const refusing = (packed - binding) / stride;
+  const marks = resetMarks(reply, at + REPLY_LENGTH, request.keys.length);
+  const result: {
+    -readonly [K in keyof SpendResult]: SpendResult[K];
+  } = {
+    allowed,
+    remaining: reply[at + 1]!,
+    limitIndex: binding - 1,
+    retryAfterMs: reply[at + 2]!,
+    resetAfterMs: reply[at + 3]!,
+    blockedKeyIndex: refusing - 1,
+    at: reply[at + 4]!,
+  };
+  if (spendId !== undefined && allowed) result.spendId = spendId;
+  if (marks) result.resetMarks = marks;
+  return result;
+}
+
+export function limitArgs(request: SpendRequest): Array<number> {
+  const args: number[] = [request.limits.length];
+  for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
+  return args;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Maps window ends on a custom clock to real expiry instants. Whole days, so stores built at
+ * slightly different moments on the same clock agree (the fixed window recognises its counter by
+ * its exact expiry), and one day ahead, so a short window never expires before it is read.
+ */
+export function expiryOffset(clockNow: number): number {
+  return Math.ceil((Date.now() - Math.floor(clockNow)) / DAY_MS) * DAY_MS + DAY_MS;
+}
