@@ -1,12 +1,11 @@
-import { MemoryStore } from '../stores/memory.store';
-import { sequentialStack } from '../stores/sequential-stack';
+import { sequentialStack } from './sequential-stack';
 import {
   refundOf,
   type Store,
   type SpendRequest,
   type SpendResult,
   type StackResult,
-} from '../stores/store.interface';
+} from './store';
 import { Attempt } from './attempt';
 import { Deadlines } from './deadlines';
 import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
@@ -105,7 +104,7 @@ export class Limiter {
   /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
   private readonly deadlines: Deadlines;
   /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
-  private fallback?: MemoryStore;
+  private fallback?: Store;
 
   /**
    * @throws TypeError / RangeError naming what is wrong with the policy
@@ -124,6 +123,11 @@ export class Limiter {
     if (!FAIL_MODES.includes(failMode)) {
       throw new RangeError(
         `failMode must be 'closed', 'open' or 'memory'; got ${JSON.stringify(failMode)}`,
+      );
+    }
+    if (failMode === 'memory' && typeof store.fallback !== 'function') {
+      throw new TypeError(
+        "failMode 'memory' needs a store with an in-process fallback (store.fallback(): RedisStore and MemoryStore have one)",
       );
     }
     this.failMode = failMode;
@@ -432,7 +436,7 @@ export class Limiter {
     });
     this.reportFailure(failure);
     if (this.failMode === 'memory') {
-      const fallback = (this.fallback ??= new MemoryStore());
+      const fallback = (this.fallback ??= this.store.fallback!());
       const result = spend ? await fallback.consume(request) : await fallback.peek(request);
       return this.toDecision(request, result, spend, failure);
     }

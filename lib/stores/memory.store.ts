@@ -173,6 +173,11 @@ export class MemoryStore implements Store {
     return Promise.resolve();
   }
 
+  /** A new MemoryStore, for `failMode: 'memory'` (this store does not fail, but a limiter asks). */
+  fallback(): MemoryStore {
+    return new MemoryStore();
+  }
+
   reset(request: ResetRequest): Promise<void> {
     const now = this.now();
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);

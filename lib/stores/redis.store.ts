@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { ClockOffset } from './clock-offset';
+import { MemoryStore } from './memory.store';
 import { ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
@@ -228,6 +229,11 @@ export class RedisStore implements Store {
         ),
       );
     });
+  }
+
+  /** Where a limiter with `failMode: 'memory'` counts while Redis fails: a new MemoryStore. */
+  fallback(): MemoryStore {
+    return new MemoryStore();
   }
 
   reset(request: ResetRequest): Promise<void> {

@@ -1,4 +1,4 @@
-import { Limiter, type PolicyOptions, RedisStore, type Store } from '../../lib';
+import { Limiter, MemoryStore, type PolicyOptions, RedisStore, type Store } from '../../lib';
 
 /** A store that fails the test if anything reaches it. */
 const untouchable: Store = {
@@ -110,6 +110,14 @@ describe('Limiter options', () => {
   ])('%s → RangeError', (_title, options, message) => {
     expect(() => new Limiter(untouchable, valid, options)).toThrow(RangeError);
     expect(() => new Limiter(untouchable, valid, options)).toThrow(message);
+  });
+
+  it("failMode 'memory' needs a store with an in-process fallback; MemoryStore has one", () => {
+    expect(() => new Limiter(untouchable, valid, { failMode: 'memory' })).toThrow(
+      /failMode 'memory' needs a store with an in-process fallback/,
+    );
+    expect(() => new Limiter(untouchable, { ...valid, failMode: 'memory' })).toThrow(TypeError);
+    expect(new Limiter(new MemoryStore(), valid, { failMode: 'memory' }).failMode).toBe('memory');
   });
 
   it("a policy's own failMode wins over the limiter's", () => {

@@ -4,7 +4,7 @@ import {
   type SpendResult,
   type StackResult,
   type Store,
-} from './store.interface';
+} from './store';
 
 /**
  * A stacked decision on a store without `consumeStack` (one written before stacks): the requests

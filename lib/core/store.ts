@@ -1,0 +1,134 @@
+import type { Algorithm, LimitRule } from './policy';
+
+/** What a {@link Store} is asked to check (and, for `consume`, spend) in one atomic step. */
+export interface SpendRequest {
+  /** Policy name; part of every stored key, so policies never share state. */
+  readonly policy: string;
+  /** Counting algorithm. */
+  readonly algorithm: Algorithm;
+  /** Every limit is checked on every key. */
+  readonly limits: readonly LimitRule[];
+  /** Distinct, validated caller keys. */
+  readonly keys: readonly string[];
+  /** Units to charge on every key (≥ 1). */
+  readonly cost: number;
+  /**
+   * When the caller stops waiting, on this process's monotonic clock ({@link monotonicNow}). A
+   * store that can be reached late (Redis) must not apply a spend that arrives after it.
+   */
+  readonly deadlineAt?: number;
+}
+
+/** A store's answer to a {@link SpendRequest}. */
+export interface SpendResult {
+  /** True when every limit allowed on every key (and, for `consume`, all were charged). */
+  readonly allowed: boolean;
+  /** Units left under the binding limit. */
+  readonly remaining: number;
+  /** Index into `limits` of the binding limit: least remaining, or the refusing one when refused. */
+  readonly limitIndex: number;
+  /** 0 when allowed, else the earliest wait after which the same request is allowed. */
+  readonly retryAfterMs: number;
+  /** Time until every key is back to full budget. */
+  readonly resetAfterMs: number;
+  /** Index into `keys` of the key that refused (the longest wait), or -1. */
+  readonly blockedKeyIndex: number;
+  /** The store clock's reading when the request was decided, in ms. */
+  readonly at: number;
+  /** Id of the spend's own stored entries, for algorithms that keep them (`sliding-log`). */
+  readonly spendId?: string;
+  /** Per key, when keys were decided at different instants (Redis Cluster slot groups). */
+  readonly atByKey?: readonly number[];
+  /**
+   * For a spend, per key, the mark of the key's last reset when it was charged; absent when no key
+   * had ever been reset. A refund gives nothing back on a key reset since.
+   */
+  readonly resetMarks?: readonly number[];
+}
+
+/**
+ * A store's answer to several requests decided as one ({@link Store.consumeStack}): every limit of
+ * every request was checked before anything was written, and either all were charged or none.
+ */
+export interface StackResult {
+  /** True when every limit of every request allowed (and, for `consumeStack`, all were charged). */
+  readonly allowed: boolean;
+  /** Index of the request that refused (the longest wait; ties to the first), or -1. */
+  readonly refusingIndex: number;
+  /**
+   * One answer per request, in order. `allowed` is the stack's; a request that fitted although
+   * another refused has `retryAfterMs` 0, `blockedKeyIndex` -1 and `remaining` as before the call.
+   */
+  readonly results: readonly SpendResult[];
+}
+
+/** Returns what one earlier spend took, to the windows it was taken from. */
+export interface RefundRequest extends SpendRequest {
+  /** `at` of the spend being refunded. */
+  readonly at: number;
+  /** `spendId` of the spend being refunded, where the algorithm has one. */
+  readonly spendId?: string;
+  /** `atByKey` of the spend being refunded, where keys were decided at different instants. */
+  readonly atByKey?: readonly number[];
+  /** `resetMarks` of the spend being refunded (absent: all 0). */
+  readonly resetMarks?: readonly number[];
+}
+
+/**
+ * The refund of one spend, from the request that made it and the store's answer.
+ *
+ * @example
+ * await store.refund(refundOf(request, await store.consume(request)));
+ */
+export function refundOf(request: SpendRequest, spent: SpendResult): RefundRequest {
+  return {
+    ...request,
+    at: spent.at,
+    spendId: spent.spendId,
+    atByKey: spent.atByKey,
+    resetMarks: spent.resetMarks,
+  };
+}
+
+/** Removes all state a policy holds for some keys. */
+export interface ResetRequest {
+  /** Policy name. */
+  readonly policy: string;
+  /** The policy's algorithm (how long its state can matter). */
+  readonly algorithm: Algorithm;
+  /** How many limits the policy has (one stored key each per caller key). */
+  readonly limits: readonly LimitRule[];
+  /** Caller keys to clear. */
+  readonly keys: readonly string[];
+}
+
+/**
+ * Where budget lives. Every method is atomic across all keys and limits of its request.
+ * Implemented by {@link RedisStore} (shared by every process) and {@link MemoryStore}
+ * (one process).
+ */
+export interface Store {
+  /** Checks every limit on every key and, only if all allow, charges all of them. */
+  consume(request: SpendRequest): Promise<SpendResult>;
+  /** What `consume` would answer now; writes nothing. */
+  peek(request: SpendRequest): Promise<SpendResult>;
+  /**
+   * Checks every limit of every request on its keys and, only if all allow, charges all of them:
+   * several policies as one decision. No stored key may appear in two requests (the same policy
+   * and caller key twice); the caller checks that. Optional for stores written before stacks:
+   * without it, stacked decisions (`consumeAll`) are refused with a clear error.
+   */
+  consumeStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
+  /** What `consumeStack` would answer now; writes nothing. */
+  peekStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
+  /** Gives back exactly what the spend at `request.at` took; never creates budget or keys. */
+  refund(request: RefundRequest): Promise<void>;
+  /** Deletes the policy's state for the keys. */
+  reset(request: ResetRequest): Promise<void>;
+  /**
+   * A store in this process that limits while this one fails, for policies with
+   * `failMode: 'memory'` (RedisStore and MemoryStore give a new MemoryStore). Optional: a limiter
+   * with that fail mode refuses a store without it when it is built.
+   */
+  fallback?(): Store;
+}
