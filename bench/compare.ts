@@ -37,7 +37,14 @@ import {
   positiveInteger,
   usageError,
 } from './support/cli.util';
-import { CpuAccount, describeLoad, loadedBecause, settle } from './support/load.util';
+import {
+  CpuAccount,
+  describeLoad,
+  LOAD_CHECK_OPTIONS,
+  loadCheckSettings,
+  loadedBecause,
+  settle,
+} from './support/load.util';
 import { openLoop, percentileUs } from './support/open-loop.util';
 import { ProgressBar } from './support/progress.util';
 import { allKeys, benchRedis, deleteKeys, memoryUsage, redisVersion } from './support/redis.util';
@@ -121,10 +128,7 @@ function options() {
     redis: { type: 'string', default: '' },
     only: { type: 'string' },
     sample: { type: 'string', default: '200' },
-    'max-load': { type: 'string', default: '0.5' },
-    'max-foreign': { type: 'string', default: '0.1' },
-    'settle-seconds': { type: 'string', default: '120' },
-    'force-verdicts': { type: 'boolean', default: false },
+    ...LOAD_CHECK_OPTIONS,
     out: { type: 'string', default: RESULTS_DIR },
     'no-write': { type: 'boolean', default: false },
   });
@@ -147,12 +151,7 @@ function options() {
     redis: values.redis,
     only: values.only === undefined ? undefined : new RegExp(values.only),
     sample: int('sample'),
-    limits: {
-      maxLoad: nonNegative(values['max-load'], 'max-load', USAGE),
-      maxForeignCores: nonNegative(values['max-foreign'], 'max-foreign', USAGE),
-    },
-    settleSeconds: nonNegative(values['settle-seconds'], 'settle-seconds', USAGE),
-    forceVerdicts: values['force-verdicts'],
+    ...loadCheckSettings(values, USAGE),
     out: values.out,
     write: !values['no-write'] && values.only === undefined,
   };

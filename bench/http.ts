@@ -28,7 +28,14 @@ import {
   positiveInteger,
   usageError,
 } from './support/cli.util';
-import { CpuAccount, describeLoad, loadedBecause, settle } from './support/load.util';
+import {
+  CpuAccount,
+  describeLoad,
+  LOAD_CHECK_OPTIONS,
+  loadCheckSettings,
+  loadedBecause,
+  settle,
+} from './support/load.util';
 import { type Pinning, pinnedCommand, pinning, pinProcess } from './support/pin.util';
 import { ProgressBar } from './support/progress.util';
 import { benchRedis, deleteKeys, redisCost, redisVersion } from './support/redis.util';
@@ -118,10 +125,7 @@ function options() {
     resamples: { type: 'string', default: '10000' },
     'no-pin': { type: 'boolean', default: false },
     redis: { type: 'string', default: '' },
-    'max-load': { type: 'string', default: '0.5' },
-    'max-foreign': { type: 'string', default: '0.1' },
-    'settle-seconds': { type: 'string', default: '120' },
-    'force-verdicts': { type: 'boolean', default: false },
+    ...LOAD_CHECK_OPTIONS,
     out: { type: 'string', default: RESULTS_DIR },
     'no-write': { type: 'boolean', default: false },
   });
@@ -143,12 +147,7 @@ function options() {
     resamples: positiveInteger(values.resamples, 'resamples', USAGE),
     pin: !values['no-pin'],
     redis: values.redis,
-    limits: {
-      maxLoad: nonNegative(values['max-load'], 'max-load', USAGE),
-      maxForeignCores: nonNegative(values['max-foreign'], 'max-foreign', USAGE),
-    },
-    settleSeconds: nonNegative(values['settle-seconds'], 'settle-seconds', USAGE),
-    forceVerdicts: values['force-verdicts'],
+    ...loadCheckSettings(values, USAGE),
     out: values.out,
     write: !values['no-write'],
   };

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as os from 'node:os';
+import { nonNegative } from './cli.util';
 
 /** Thresholds above which a run is not judged. */
 export interface LoadLimits {
@@ -187,4 +188,32 @@ export function describeLoad(report: LoadReport, limits: LoadLimits): string {
 
 function percentOfCore(cores: number): string {
   return `${(cores * 100).toFixed(cores < 0.1 ? 1 : 0)} %`;
+}
+
+/** The load check's command-line options, for {@link parseCommandLine}. */
+export const LOAD_CHECK_OPTIONS = {
+  'max-load': { type: 'string', default: '0.5' },
+  'max-foreign': { type: 'string', default: '0.1' },
+  'settle-seconds': { type: 'string', default: '120' },
+  'force-verdicts': { type: 'boolean', default: false },
+} as const;
+
+/** The load check's settings, from the parsed {@link LOAD_CHECK_OPTIONS}. */
+export function loadCheckSettings(
+  values: {
+    'max-load': string;
+    'max-foreign': string;
+    'settle-seconds': string;
+    'force-verdicts': boolean;
+  },
+  usage: string,
+): { limits: LoadLimits; settleSeconds: number; forceVerdicts: boolean } {
+  return {
+    limits: {
+      maxLoad: nonNegative(values['max-load'], 'max-load', usage),
+      maxForeignCores: nonNegative(values['max-foreign'], 'max-foreign', usage),
+    },
+    settleSeconds: nonNegative(values['settle-seconds'], 'settle-seconds', usage),
+    forceVerdicts: values['force-verdicts'],
+  };
 }
