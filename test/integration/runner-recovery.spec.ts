@@ -38,6 +38,22 @@ class InjectingRedis extends Redis {
   }
 }
 
+/** User `lim` (password `pw`) may run anything but FCALL, FCALL_RO and FUNCTION. */
+const denyFunctions = (admin: Redis) =>
+  admin.call(
+    'ACL',
+    'SETUSER',
+    'lim',
+    'on',
+    '>pw',
+    '~*',
+    '&*',
+    '+@all',
+    '-fcall',
+    '-fcall_ro',
+    '-function',
+  );
+
 const policy = (limit: number) =>
   ({ name: 'p', algorithm: 'fixed-window', limit, window: '1h' }) as const;
 
@@ -54,19 +70,7 @@ describe('calls that did not run, and the limiter’s timer', () => {
   });
 
   it('NOPERM on FCALL: every call in flight when the runner falls back to EVALSHA is decided, none fails', async () => {
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      'lim',
-      'on',
-      '>pw',
-      '~*',
-      '&*',
-      '+@all',
-      '-fcall',
-      '-fcall_ro',
-      '-function',
-    );
+    await denyFunctions(admin);
     const client = new Redis(server.url, { username: 'lim', password: 'pw' });
     try {
       const limiter = new Limiter(
@@ -91,19 +95,7 @@ describe('calls that did not run, and the limiter’s timer', () => {
   });
 
   it('NOPERM on FCALL with coalescing on: the batch in flight behind the first call is decided too', async () => {
-    await admin.call(
-      'ACL',
-      'SETUSER',
-      'lim',
-      'on',
-      '>pw',
-      '~*',
-      '&*',
-      '+@all',
-      '-fcall',
-      '-fcall_ro',
-      '-function',
-    );
+    await denyFunctions(admin);
     const client = new InjectingRedis(server.url, { username: 'lim', password: 'pw' });
     try {
       const limiter = new Limiter(new RedisStore({ client, prefix: 'acl2:' }), policy(100), {
