@@ -158,8 +158,9 @@ export class ScriptRunner {
       else if (recovery.latestSuccess > seq) {
         go(
           new Error(
-            'redlimit: the call did not run (the function library was missing) and a call sent ' +
-              'after it took effect meanwhile; it is not sent again, to keep issue order',
+            'redlimit: the call did not run, and a call sent after it took effect meanwhile ' +
+              '(another process loaded the function library); it is not sent again, to keep ' +
+              'issue order',
           ),
         );
       } else go();
