@@ -3,18 +3,11 @@ import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { ClockOffset } from './clock-offset';
 import { MemoryStore } from './memory.store';
-import { ScriptRunner } from './script-runner';
+import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import {
-  expiryOffset,
-  explainOrError,
-  limitArgs,
-  REPLY_LENGTH,
-  resetMarks,
-  toResult,
-} from './script-reply.util';
+import { expiryOffset, limitArgs, REPLY_LENGTH, resetMarks, toResult } from './script-reply.util';
 import {
   earliest,
   type GroupResult,
@@ -217,7 +210,6 @@ export class RedisStore implements Store {
 
   refund(request: RefundRequest): Promise<void> {
     return this.inOrder(undefined, async () => {
-      this.flush(); // decisions queued before this refund go first
       const groups = this.slotGroups(request);
       await this.whenSlotsFree(groups, () =>
         Promise.all(
@@ -238,7 +230,6 @@ export class RedisStore implements Store {
 
   reset(request: ResetRequest): Promise<void> {
     return this.inOrder(undefined, async () => {
-      this.flush(); // decisions queued before this reset go first
       const lifetime = stateLifetimeMs(request.algorithm, request.limits);
       const groups = this.slotGroups(request);
       await this.whenSlotsFree(groups, () =>
@@ -251,7 +242,6 @@ export class RedisStore implements Store {
               request.policy,
               request.limits.length,
             );
-            this.flush(); // decisions queued in this slot's turn go first
             return this.run('reset/reset', declared, [
               this.now(),
               this.expiryOffsetMs,
@@ -316,7 +306,6 @@ export class RedisStore implements Store {
   }
 
   private async spendStack(requests: readonly SpendRequest[]): Promise<StackResult> {
-    this.flush(); // decisions queued before this stack go first
     const spendId = nextSpendId();
     const groups = this.stackGroups(requests);
     if (groups.length === 1) {
@@ -365,7 +354,6 @@ export class RedisStore implements Store {
   }
 
   private async peekAll(requests: readonly SpendRequest[]): Promise<StackResult> {
-    this.flush();
     const groups = this.stackGroups(requests);
     if (groups.length === 1) {
       return this.whenSlotsFree(groups, () => this.decideStack(requests, false));
@@ -428,7 +416,6 @@ export class RedisStore implements Store {
     resetMarks: readonly number[] | undefined,
     record = true,
   ): Promise<void> {
-    this.flush(); // decisions queued before it (on Cluster: queued in its slot's turn) go first
     const keys = storageKeysWithLedgers(
       this.prefix,
       request.keys,
@@ -571,12 +558,9 @@ export class RedisStore implements Store {
       }
       if (deadline !== '' && Number(deadline) < earliestDeadline)
         earliestDeadline = Number(deadline);
-      if (d > 0) {
-        deadlines += ',';
-        nows += ',';
-      }
+      if (d > 0) deadlines += ',';
       deadlines += deadline;
-      nows += now;
+      if (this.clock) nows += d > 0 ? `,${now}` : now;
       decisions.push(
         ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
         request.cost,
@@ -613,7 +597,7 @@ export class RedisStore implements Store {
     const status = reply[at];
     if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
-      reject(explainOrError(String(reply[at + 1])));
+      reject(explainedError(new Error(String(reply[at + 1]))));
       return;
     }
     if (status === -1) {
@@ -652,7 +636,6 @@ export class RedisStore implements Store {
     compensable = false,
     retried = false,
   ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
-    this.flush(); // decisions queued before it (on Cluster: queued in its slot's turn) go first
     const deadlineAt = earliest(requests);
     const deadline = spend ? this.knownDeadline(deadlineAt) : '';
     const keys: string[] = [];
@@ -727,7 +710,13 @@ export class RedisStore implements Store {
     return this.clock ? String(Math.floor(this.clock())) : '';
   }
 
+  /**
+   * Runs a script. Anything but a decision (a stack, a refund, a reset) first sends the decisions
+   * queued for batches: they were issued before it (on Cluster, in its slots' turn), so they go
+   * first.
+   */
   private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
+    if (id === 'stack/consume' || !id.endsWith('/consume')) this.flush();
     return this.scripts.run(id, keys, args);
   }
 }

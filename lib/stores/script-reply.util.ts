@@ -1,5 +1,4 @@
 import type { SpendRequest, SpendResult } from './store.interface';
-import { explainScriptError } from './script-runner';
 
 /* What the store sends to its scripts and reads back from them. */
 
@@ -7,20 +6,9 @@ import { explainScriptError } from './script-runner';
  * Values per decision in a consume-frame reply (after the clock's reading) and in a batch/consume
  * reply (after the batch's), before its reset marks: status (allowed + 2 × (binding limit + (L + 1)
  * × refusing key), both 1-based, L the number of limits; -1: past its deadline; -2: an error,
- * message next), remaining,
- * retryAfterMs, resetAfterMs, the instant decided at.
+ * message next), remaining, retryAfterMs, resetAfterMs, the instant decided at.
  */
 export const REPLY_LENGTH = 5;
-
-/** The error one decision of a batch answered, as a store error. */
-export function explainOrError(message: string): Error {
-  try {
-    explainScriptError(new Error(message));
-  } catch (error) {
-    return error as Error;
-  }
-  return new Error(message);
-}
 
 /** `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset). */
 export function resetMarks(
@@ -64,6 +52,7 @@ export function toResult(
   return result;
 }
 
+/** A request's limits as script arguments: L, then limit, window ms and burst per limit. */
 export function limitArgs(request: SpendRequest): Array<number> {
   const args: number[] = [request.limits.length];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
@@ -73,9 +62,10 @@ export function limitArgs(request: SpendRequest): Array<number> {
 const DAY_MS = 86_400_000;
 
 /**
- * Maps window ends on a custom clock to real expiry instants. Whole days, so stores built at
- * slightly different moments on the same clock agree (the fixed window recognises its counter by
- * its exact expiry), and one day ahead, so a short window never expires before it is read.
+ * Maps window ends on a custom clock to real expiry instants: whole days, so stores built at
+ * slightly different moments on the same clock set alike expiries, and one day ahead, so a short
+ * window never expires before it is read. Nothing is recognised by it (it differs between
+ * processes).
  */
 export function expiryOffset(clockNow: number): number {
   return Math.ceil((Date.now() - Math.floor(clockNow)) / DAY_MS) * DAY_MS + DAY_MS;

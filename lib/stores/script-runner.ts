@@ -260,14 +260,19 @@ function isNoScript(error: unknown): boolean {
   return messageOf(error).startsWith('NOSCRIPT');
 }
 
-/** Script errors a user can act on get a message that says what to do. */
-export function explainScriptError(error: unknown): never {
+/** Script errors a user can act on get a message that says what to do; others stay as they are. */
+export function explainedError(error: unknown): unknown {
   const message = messageOf(error);
   if (/unknown (redis )?command/i.test(message) && /pexpiretime|script/i.test(message)) {
-    throw new Error(
+    return new Error(
       `redlimit needs Redis 7.0 or later (its scripts call PEXPIRETIME and SET … PXAT): ${message}`,
       { cause: error },
     );
   }
-  throw error;
+  return error;
+}
+
+/** Throws {@link explainedError} of a script's error. */
+function explainScriptError(error: unknown): never {
+  throw explainedError(error);
 }
