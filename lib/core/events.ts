@@ -9,10 +9,24 @@ import type { Decision } from './decision';
  * - `failed-closed`: the store failed and the policy refused;
  * - `refused-elsewhere`: a part of a stacked decision that fitted, left unspent because another
  *   part refused (so dashboards blame only the policy that refused);
- * - `refunded`: a spend was given back.
+ * - `refunded`: a spend was given back;
+ * - `blocked`: refused because a key is locked out (policy option `block`), or the refusal that
+ *   started or extended the lockout;
+ * - `shadow-refused`: a policy in shadow mode would have refused; the call was allowed;
+ * - `skipped`: the Nest layer let the request through without charging (allow list, `skipIf`);
+ * - `denied`: the Nest layer refused the request before charging (deny list, HTTP 403).
  */
 export type DecisionOutcome =
-  'allowed' | 'refused' | 'refused-elsewhere' | 'failed-open' | 'failed-closed' | 'refunded';
+  | 'allowed'
+  | 'refused'
+  | 'refused-elsewhere'
+  | 'failed-open'
+  | 'failed-closed'
+  | 'refunded'
+  | 'blocked'
+  | 'shadow-refused'
+  | 'skipped'
+  | 'denied';
 
 /** Which limiter operation an event reports. */
 export type DecisionOperation = 'consume' | 'peek' | 'refund';
