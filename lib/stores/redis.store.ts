@@ -1,7 +1,9 @@
 import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
+import { batchCall, type QueuedDecision } from './batch-args.util';
 import { ClockOffset } from './clock-offset';
+import { Coalescer } from './coalescer';
 import { MemoryStore } from './memory.store';
 import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
@@ -71,27 +73,6 @@ export interface RedisStoreOptions {
 const OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'clock', 'coalesce']);
 
 /**
- * Most decisions in one coalesced batch. Small enough that several batches are in flight at
- * once (Redis works on one while this process builds the next), large enough to save most of
- * the per-command cost. Overridable for measurements with REDLIMIT_MAX_BATCH.
- */
-const MAX_BATCH = Number(process.env.REDLIMIT_MAX_BATCH) || 16;
-
-/** A decision waiting for the next coalesced batch. */
-interface Queued {
-  readonly request: SpendRequest;
-  readonly spend: boolean;
-  readonly spendId: string | undefined;
-  readonly deadline: string;
-  /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
-  readonly now: string;
-  /** Its Cluster slot (-1 off Cluster): a batch holds the decisions of one slot. */
-  readonly slot: number;
-  readonly resolve: (result: SpendResult) => void;
-  readonly reject: (error: unknown) => void;
-}
-
-/**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
  * one Lua script run (an FCALL of redlimit's function library, loaded transparently when a server
  * lacks it; EVALSHA where functions are not permitted), so the check and the spend cannot be
@@ -126,14 +107,8 @@ export class RedisStore implements Store {
    */
   private held?: Array<(probeError?: Error) => void>;
   private readonly coalesce: boolean;
-  /**
-   * Script runs sent and not answered yet, per Cluster slot (-1 off Cluster): coalescing waits
-   * only while there are some.
-   */
-  private readonly inFlight = new Map<number, number>();
-  /** Decisions waiting for the end of this event-loop turn, per Cluster slot (-1 off Cluster). */
-  private readonly queues = new Map<number, Queued[]>();
-  private flushScheduled = false;
+  /** Decisions queued per slot while a run is in flight there (see {@link Coalescer}). */
+  private readonly batches = new Coalescer<QueuedDecision>((batch) => this.send(batch));
   /** Cluster: issue order per slot (see {@link SlotTurns}). */
   private readonly slotTurns = new SlotTurns();
 
@@ -476,107 +451,32 @@ export class RedisStore implements Store {
     spendId?: string,
     slot = -1,
   ): Promise<SpendResult> {
-    let queue = this.queues.get(slot);
-    if (!this.coalesce || (queue === undefined && !this.inFlight.has(slot))) {
-      return this.counted(slot, this.decide(request, spend, spendId));
+    if (!this.coalesce || !this.batches.busy(slot)) {
+      return this.batches.counted(slot, this.decide(request, spend, spendId));
     }
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const now = this.now();
     return new Promise<SpendResult>((resolve, reject) => {
-      if (queue === undefined) this.queues.set(slot, (queue = []));
-      queue.push({ request, spend, spendId, deadline, now, slot, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => {
-          this.flushScheduled = false;
-          this.flush();
-        });
-      }
-      // A full batch leaves at once: Redis starts on it while this process prepares the next.
-      if (queue.length >= MAX_BATCH) this.flushSlot(slot, queue);
+      this.batches.add({ request, spend, spendId, deadline, now, slot, resolve, reject });
     });
   }
 
-  /** Tracks a script run in flight on a slot. */
-  private counted<T>(slot: number, run: Promise<T>): Promise<T> {
-    this.inFlight.set(slot, (this.inFlight.get(slot) ?? 0) + 1);
-    const done = () => {
-      const left = this.inFlight.get(slot)! - 1;
-      if (left === 0) this.inFlight.delete(slot);
-      else this.inFlight.set(slot, left);
-    };
-    run.then(done, done);
-    return run;
-  }
-
-  /** Sends every queued decision: per slot, one alone as usual, several as one batch/consume run. */
-  private flush(): void {
-    if (this.queues.size === 0) return;
-    for (const [slot, queue] of this.queues) this.flushSlot(slot, queue);
-  }
-
-  private flushSlot(slot: number, batch: Queued[]): void {
-    this.queues.delete(slot);
-    try {
-      this.send(batch);
-    } catch (error) {
-      for (const { reject } of batch) reject(error);
-    }
-  }
-
-  private send(batch: readonly Queued[]): void {
+  /** Sends one slot's queued decisions: one alone as usual, several as one batch/consume run. */
+  private send(batch: readonly QueuedDecision[]): void {
     if (batch.length === 1 && !this.clock) {
-      const [{ request, spend, spendId, slot, resolve, reject }] = batch as [Queued];
-      this.counted(slot, this.decide(request, spend, spendId)).then(resolve, reject);
+      const [{ request, spend, spendId, slot, resolve, reject }] = batch as [QueuedDecision];
+      this.batches.counted(slot, this.decide(request, spend, spendId)).then(resolve, reject);
       return;
     }
-    const keys: string[] = [];
-    // Rule sets first, each once (decisions of one policy share its limits array), then two or
-    // three values per decision (see batch/consume.lua).
-    const args: Array<string | number> = [this.now(), this.expiryOffsetMs, '', '', '', 0, 0];
-    let earliestDeadline = Infinity;
-    let stride = 2; // more than any decision's key count
-    for (const { request } of batch) stride = Math.max(stride, request.keys.length + 1);
-    const sets = new Map<readonly unknown[], { set: number; algorithm: string }>();
-    let setCount = 0;
-    const decisions: Array<string | number> = [batch.length];
-    let deadlines = '';
-    let nows = '';
-    for (const [d, { request, spend, spendId, deadline, now }] of batch.entries()) {
-      for (const key of storageKeysWithLedgers(
-        this.prefix,
-        request.keys,
-        request.policy,
-        request.limits.length,
-      ))
-        keys.push(key);
-      let known = sets.get(request.limits);
-      if (known === undefined || known.algorithm !== request.algorithm) {
-        known = { set: ++setCount, algorithm: request.algorithm };
-        sets.set(request.limits, known);
-        args.push(request.algorithm, ...limitArgs(request));
-      }
-      if (deadline !== '' && Number(deadline) < earliestDeadline)
-        earliestDeadline = Number(deadline);
-      if (d > 0) deadlines += ',';
-      deadlines += deadline;
-      if (this.clock) nows += d > 0 ? `,${now}` : now;
-      decisions.push(
-        ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
-        request.cost,
-      );
-      if (request.algorithm === 'sliding-log') decisions.push(spendId ?? '');
-    }
-    if (earliestDeadline !== Infinity) {
-      args[2] = earliestDeadline;
-      args[3] = deadlines;
-    }
-    if (this.clock) args[4] = nows;
-    args[5] = stride;
-    args[6] = setCount;
-    for (const value of decisions) args.push(value);
+    const { keys, args } = batchCall(
+      batch,
+      this.prefix,
+      this.now(),
+      this.expiryOffsetMs,
+      this.clock !== undefined,
+    );
     const sentAt = monotonicNow();
-    this.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
+    this.batches.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
       (reply) => {
         const values = reply as number[];
         const receivedAt = monotonicNow();
@@ -592,7 +492,12 @@ export class RedisStore implements Store {
   }
 
   /** Hands one decision of a batch its answer (from `reply[at]` on), as {@link decide} would. */
-  private settleQueued(queued: Queued, reply: number[], at: number, receivedAt: number): void {
+  private settleQueued(
+    queued: QueuedDecision,
+    reply: number[],
+    at: number,
+    receivedAt: number,
+  ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
     const status = reply[at];
     if (status === -2) {
@@ -607,7 +512,7 @@ export class RedisStore implements Store {
         reject(error);
         return;
       }
-      this.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
+      this.batches.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
     resolve(toResult(reply, at, request, spendId));
@@ -716,7 +621,7 @@ export class RedisStore implements Store {
    * first.
    */
   private run(id: ScriptId, keys: string[], args: Array<string | number>): Promise<unknown> {
-    if (id === 'stack/consume' || !id.endsWith('/consume')) this.flush();
+    if (id === 'stack/consume' || !id.endsWith('/consume')) this.batches.flush();
     return this.scripts.run(id, keys, args);
   }
 }

@@ -1,0 +1,79 @@
+import { limitArgs } from './script-reply.util';
+import { storageKeysWithLedgers } from './storage-key.util';
+import type { SpendRequest, SpendResult } from './store.interface';
+
+/** A decision waiting for the next coalesced batch. */
+export interface QueuedDecision {
+  readonly request: SpendRequest;
+  readonly spend: boolean;
+  readonly spendId: string | undefined;
+  /** The deadline on the script's clock, or '' for none. */
+  readonly deadline: string;
+  /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
+  readonly now: string;
+  /** Its Cluster slot (-1 off Cluster): a batch holds the decisions of one slot. */
+  readonly slot: number;
+  readonly resolve: (result: SpendResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
+ * set once (decisions of one policy share its limits array), then two values per decision (three
+ * for a sliding log: its spend id).
+ *
+ * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
+ * @param customClock whether a custom clock is used (each decision then carries its own reading)
+ */
+export function batchCall(
+  batch: readonly QueuedDecision[],
+  prefix: string,
+  now: string,
+  expiryOffsetMs: number,
+  customClock: boolean,
+): { keys: string[]; args: Array<string | number> } {
+  const keys: string[] = [];
+  const args: Array<string | number> = [now, expiryOffsetMs, '', '', '', 0, 0];
+  let earliestDeadline = Infinity;
+  let stride = 2; // more than any decision's key count
+  for (const { request } of batch) stride = Math.max(stride, request.keys.length + 1);
+  const sets = new Map<readonly unknown[], { set: number; algorithm: string }>();
+  let setCount = 0;
+  const decisions: Array<string | number> = [batch.length];
+  let deadlines = '';
+  let nows = '';
+  for (let d = 0; d < batch.length; d++) {
+    const { request, spend, spendId, deadline, now: decidedAt } = batch[d]!;
+    for (const key of storageKeysWithLedgers(
+      prefix,
+      request.keys,
+      request.policy,
+      request.limits.length,
+    ))
+      keys.push(key);
+    let known = sets.get(request.limits);
+    if (known === undefined || known.algorithm !== request.algorithm) {
+      known = { set: ++setCount, algorithm: request.algorithm };
+      sets.set(request.limits, known);
+      args.push(request.algorithm, ...limitArgs(request));
+    }
+    if (deadline !== '' && Number(deadline) < earliestDeadline) earliestDeadline = Number(deadline);
+    if (d > 0) deadlines += ',';
+    deadlines += deadline;
+    if (customClock) nows += d > 0 ? `,${decidedAt}` : decidedAt;
+    decisions.push(
+      ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
+      request.cost,
+    );
+    if (request.algorithm === 'sliding-log') decisions.push(spendId ?? '');
+  }
+  if (earliestDeadline !== Infinity) {
+    args[2] = earliestDeadline;
+    args[3] = deadlines;
+  }
+  if (customClock) args[4] = nows;
+  args[5] = stride;
+  args[6] = setCount;
+  for (const value of decisions) args.push(value);
+  return { keys, args };
+}
