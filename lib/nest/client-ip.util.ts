@@ -1,5 +1,9 @@
-import { BlockList, isIP, isIPv4 } from 'node:net';
+import { type BlockList, isIP } from 'node:net';
+import { canonicalIp, groupIp, stripZone } from './ip-address.util';
+import { inIpRangeList, ipRangeList } from './ip-range.util';
 import type { ClientIpHeader, ClientIpOptions } from './redlimit-options.interface';
+
+export { canonicalIp, groupIp } from './ip-address.util';
 
 /**
  * Finds the client of a request from its peer address and the value of the configured client-IP
@@ -24,13 +28,6 @@ export const CLIENT_IP_HEADERS: readonly ClientIpHeader[] = [
   'fly-client-ip',
   'x-real-ip',
 ];
-
-/** Ranges behind the names accepted in `trustedProxies`. */
-const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
-  loopback: ['127.0.0.0/8', '::1/128'],
-  private: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
-  linklocal: ['169.254.0.0/16', 'fe80::/10'],
-};
 
 const OPTION_KEYS: ReadonlySet<string> = new Set(['trustedProxies', 'ipv6Subnet', 'header']);
 
@@ -106,7 +103,7 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     return {
       canonical,
       grouped: groupIp(canonical, subnet),
-      trusted: trusted !== undefined && inList(trusted, canonical),
+      trusted: trusted !== undefined && inIpRangeList(trusted, canonical),
     };
   });
   const isTrusted = (address: string): boolean =>
@@ -193,48 +190,6 @@ function hopAddress(hop: string): string | undefined {
 }
 
 /**
- * An address in canonical form: brackets and zone removed, IPv4-mapped IPv6 as IPv4, IPv6
- * expanded to eight groups. `undefined` when it is not an IP address (an IPv4 part with a
- * leading zero is not).
- *
- * @example
- * canonicalIp('::ffff:203.0.113.9'); // '203.0.113.9'
- */
-export function canonicalIp(address: string | undefined): string | undefined {
-  if (typeof address !== 'string') return undefined;
-  let text = address.trim();
-  if (text.startsWith('[') && text.endsWith(']')) text = text.slice(1, -1);
-  text = stripZone(text);
-  const family = isIP(text);
-  if (family === 4) return text;
-  if (family !== 6) return undefined;
-  const groups = ipv6Groups(text);
-  const mapped = groups.slice(0, 5).every((g) => g === 0) && groups[5] === 0xffff;
-  if (mapped) {
-    const [hi = 0, lo = 0] = groups.slice(6);
-    return [hi >> 8, hi & 0xff, lo >> 8, lo & 0xff].join('.');
-  }
-  return groups.map((g) => g.toString(16)).join(':');
-}
-
-/**
- * An IPv6 address reduced to its `/subnet` network (`'2001:db8:0:0::/64'`); IPv4 unchanged.
- *
- * @example
- * groupIp('2001:db8::1', 64); // '2001:db8:0:0::/64'
- */
-export function groupIp(address: string, subnet: number): string {
-  if (isIPv4(address) || subnet >= 128) return address;
-  const groups = ipv6Groups(address);
-  const kept: string[] = [];
-  for (let i = 0, bits = subnet; bits > 0; i++, bits -= 16) {
-    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
-    kept.push(((groups[i] ?? 0) & mask).toString(16));
-  }
-  return `${kept.join(':')}${kept.length < 8 ? '::' : ''}/${subnet}`;
-}
-
-/**
  * Whether an address is loopback, private (RFC 1918, `fc00::/7`) or link-local: where a proxy in
  * front of the app usually sits.
  *
@@ -249,67 +204,11 @@ const INTERNAL = trustList(['loopback', 'private', 'linklocal'])!;
 
 const isInternalText = memoized((address: string): boolean => {
   const canonical = canonicalIp(address);
-  return canonical !== undefined && inList(INTERNAL, canonical);
+  return canonical !== undefined && inIpRangeList(INTERNAL, canonical);
 });
 
-function stripZone(text: string): string {
-  const zone = text.indexOf('%');
-  return zone >= 0 ? text.slice(0, zone) : text;
-}
-
-/** The eight 16-bit groups of a valid IPv6 address (with `::` and a trailing dotted quad). */
-function ipv6Groups(address: string): number[] {
-  let text = address;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted?.[1]) {
-    const [a = 0, b = 0, c = 0, d = 0] = dotted[1].split('.').map(Number);
-    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head = '', tail] = text.split('::');
-  const parse = (part: string): number[] =>
-    part === '' ? [] : part.split(':').map((g) => parseInt(g, 16));
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  const zeros = new Array<number>(8 - left.length - right.length).fill(0);
-  return [...left, ...zeros, ...right];
-}
-
 function trustList(entries: readonly string[]): BlockList | undefined {
-  const given: unknown = entries; // narrowing the typed parameter would widen it to any[]
-  if (!Array.isArray(given)) {
-    throw new TypeError('clientIp.trustedProxies must be an array of addresses, ranges or names');
-  }
-  if (entries.length === 0) return undefined;
-  const list = new BlockList();
-  for (const entry of entries) {
-    for (const range of NAMED_RANGES[entry] ?? [entry]) addRange(list, range, entry);
-  }
-  return list;
-}
-
-function addRange(list: BlockList, range: string, entry: string): void {
-  const [address = '', bits, extra] = String(range).split('/');
-  const canonical = canonicalIp(address);
-  const family = canonical === undefined ? 0 : isIP(canonical);
-  const max = family === 4 ? 32 : 128;
-  const prefix = bits === undefined ? max : Number(bits);
-  if (
-    !canonical ||
-    extra !== undefined ||
-    !Number.isInteger(prefix) ||
-    prefix < 0 ||
-    prefix > max
-  ) {
-    throw new TypeError(
-      `clientIp.trustedProxies: '${entry}' is not an IP address, a CIDR range ` +
-        `or one of ${Object.keys(NAMED_RANGES).join(', ')}`,
-    );
-  }
-  list.addSubnet(canonical, prefix, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-function inList(list: BlockList, address: string): boolean {
-  return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
+  return ipRangeList(entries, 'clientIp.trustedProxies');
 }
 
 /** The hops of an X-Forwarded-For value, left to right (empty entries skipped). */

@@ -21,6 +21,7 @@ export * from './context-refusal.util';
 export * from './execution-context.util';
 export * from './identity-input.error';
 export * from './identity-normalize.util';
+export * from './ip-range.util';
 export * from './key-hash.util';
 export * from './key-secret-check.service';
 export * from './limiter.registry';
