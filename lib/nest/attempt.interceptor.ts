@@ -24,6 +24,7 @@ import {
 import type { HttpResponseLike } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
+import { policyNamesFor } from './policy-names.util';
 import { recordedHeaderLayers, shownLayer } from './rate-limit-layers.util';
 import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
@@ -33,6 +34,7 @@ import {
   readRedlimitMetadata,
 } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
+import { unchargedAttempt } from './uncharged-attempt.util';
 
 /**
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
@@ -41,7 +43,9 @@ import { RedlimitHttp } from './redlimit-http.service';
  * of {@link contextRefusal}; the handler never runs), hands the `Attempt` to the parameter, and
  * settles once after the handler returns, throws or is cancelled: refund when the handler called
  * `attempt.refund()` or `refundOn` says so, keep the cost otherwise. A settlement error is logged,
- * never sent to the client.
+ * never sent to the client. A call the module's `deny` list names is refused before anything is
+ * charged; one its `allow` list or `skipIf` lets through gets an attempt that charged nothing
+ * (see {@link RedlimitAccess}).
  *
  * Subclass it to change key resolution ({@link resolvePart}), refunds ({@link shouldRefund}) or
  * refusals ({@link throwRefusal}), and pass the subclass as `attemptInterceptor` to `forRoot`.
@@ -75,6 +79,11 @@ export class AttemptInterceptor implements NestInterceptor {
     const request = type === 'http' ? context.getArgByIndex<Record<symbol, unknown>>(0) : undefined;
     const begun = request ? request[REQUEST_ATTEMPT] : scopedAttempt(context.getArgs());
     if (begun !== undefined) return next.handle(); // a second interceptor
+    if (this.http.access.active) {
+      // The module's deny/allow lists and skipIf (the guard's verdict, if it asked first).
+      const verdict = await this.http.access.verdict(context);
+      if (verdict !== undefined) return this.passUncharged(context, next, metadata, verdict);
+    }
     const response = contextResponse(context);
     const limiter = await this.registry.resolveFor(metadata.policy, context);
     let keys: string[];
@@ -99,6 +108,34 @@ export class AttemptInterceptor implements NestInterceptor {
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
     return settleAfter(handled, (outcome) => this.settle(context, metadata, attempt, outcome));
+  }
+
+  /**
+   * A call the module's lists or `skipIf` decided, reported as a decision event of the policy:
+   * denied → refused (403, or the context's `FORBIDDEN` error), the handler never runs; skipped
+   * → the handler runs with an attempt that charged nothing ({@link unchargedAttempt}), and no
+   * rate-limit headers are set.
+   */
+  private async passUncharged(
+    context: ExecutionContext,
+    next: CallHandler,
+    metadata: AttemptMetadata,
+    verdict: 'denied' | 'skipped',
+  ): Promise<Observable<unknown>> {
+    if (verdict === 'denied') {
+      this.http.access.report(
+        'denied',
+        await policyNamesFor(this.registry, [metadata.policy], context),
+      );
+      throw this.http.access.refusal(context);
+    }
+    const limiter = await this.registry.resolveFor(metadata.policy, context);
+    this.http.access.report('skipped', [limiter.policy.name]);
+    const attempt = unchargedAttempt(limiter.policy);
+    if (redlimitContextType(context) === 'http') {
+      context.getArgByIndex<Record<symbol, unknown>>(0)[REQUEST_ATTEMPT] = attempt;
+    }
+    return runInAttemptScope(context.getArgs(), attempt, () => next.handle());
   }
 
   /**

@@ -1,5 +1,10 @@
 import { BadRequestException, type ExecutionContext } from '@nestjs/common';
 import type { Decision } from '../core/decision';
+import {
+  AccessDeniedException,
+  AccessDeniedGraphQLError,
+  accessDeniedPayload,
+} from './access-denied.error';
 import { contextResponse, redlimitContextType } from './execution-context.util';
 import { setResponseHeader } from './http-request.util';
 import type { IdentityInputError } from './identity-input.error';
@@ -72,6 +77,29 @@ export function contextInputRefusal(context: ExecutionContext, error: IdentityIn
   }
   if (type === 'graphql') return error;
   return new BadRequestException({ statusCode: 400, error: 'Bad Request', ...detail });
+}
+
+/**
+ * The error for a call the module's `deny` list refused, in the handler's context: over HTTP the
+ * 403 {@link AccessDeniedException}; in a GraphQL resolver an {@link AccessDeniedGraphQLError}
+ * (`extensions.code` `FORBIDDEN`); in a gateway or a microservice handler a `WsException` /
+ * `RpcException` with {@link accessDeniedPayload} (`code` `FORBIDDEN`).
+ *
+ * @example
+ * if (verdict === 'denied') throw contextDenial(context);
+ */
+export function contextDenial(context: ExecutionContext): Error {
+  const type = redlimitContextType(context);
+  if (type === 'ws' || type === 'rpc') {
+    const payload = accessDeniedPayload();
+    const ErrorClass =
+      type === 'ws'
+        ? optionalClass('@nestjs/websockets', 'WsException')
+        : optionalClass('@nestjs/microservices', 'RpcException');
+    if (ErrorClass) return new ErrorClass(payload);
+    return Object.assign(new Error(payload.message), { error: payload, getError: () => payload });
+  }
+  return type === 'graphql' ? new AccessDeniedGraphQLError() : new AccessDeniedException();
 }
 
 /** An exported class of an optional package, or `undefined` when it is not installed. */

@@ -1,5 +1,6 @@
 import { FAIL_MODES, type FailMode } from '../core/policy';
 import { createClientIpResolver } from './client-ip.util';
+import { ipRangeList } from './ip-range.util';
 import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
 import { RedlimitConfigError } from './redlimit-config.error';
@@ -32,6 +33,8 @@ export type EnvSource =
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
+ * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
+ * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
  *
  * @example
  * RedlimitModule.forRootAsync({
@@ -152,7 +155,34 @@ export function redlimitOptionsFromEnv(
     }
     options.keySecret = secret;
   }
+
+  // Replaces the defaults' ips, keeps their apiKeys and userAgents.
+  const allowIps = read('REDLIMIT_ALLOW_IPS');
+  if (allowIps !== undefined) {
+    options.allow = {
+      ...defaults.allow,
+      ips: ipEntries('REDLIMIT_ALLOW_IPS', allowIps, 'allow.ips'),
+    };
+  }
+  const denyIps = read('REDLIMIT_DENY_IPS');
+  if (denyIps !== undefined) {
+    options.deny = { ...defaults.deny, ips: ipEntries('REDLIMIT_DENY_IPS', denyIps, 'deny.ips') };
+  }
   return options;
+}
+
+/** A comma-separated list of addresses, ranges and names, each checked. */
+function ipEntries(variable: string, value: string, option: string): string[] {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  try {
+    ipRangeList(entries, option);
+  } catch (error) {
+    throw new RedlimitConfigError(variable, value, (error as Error).message);
+  }
+  return entries;
 }
 
 /** Reads a variable as a trimmed string; unset and empty both mean "not set". */

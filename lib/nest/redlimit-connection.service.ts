@@ -43,6 +43,9 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'onStoreFailure',
   'metrics',
   'onDecision',
+  'allow',
+  'deny',
+  'skipIf',
 ]);
 
 export class RedlimitConnection implements OnApplicationShutdown {

@@ -4,6 +4,7 @@ import {
   Inject,
   Injectable,
   Logger,
+  Optional,
 } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
@@ -23,6 +24,8 @@ import {
 } from './rate-limit-headers.util';
 import { rateLimitHttpException } from './rate-limit.exception';
 import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
+import { RedlimitAccess } from './redlimit-access.service';
+import { RedlimitEvents } from './redlimit-events.service';
 import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-options.interface';
 
 /**
@@ -39,7 +42,12 @@ import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-opt
 export class RedlimitHttp {
   /** The module's `headers` option. */
   readonly headerStyle: RateLimitHeaderStyle;
+  /** The module's `allow` and `deny` lists and `skipIf`, as the guard and `@Attempt` apply them. */
+  readonly access: RedlimitAccess;
   private readonly resolveClientIp: ClientIpResolver;
+  /** Like {@link resolveClientIp}, IPv6 not grouped: for the `allow`/`deny` lists. */
+  private resolveClientAddress?: ClientIpResolver;
+  private readonly clientIpOptions: RedlimitModuleOptions['clientIp'];
   private readonly keySecret: string | undefined;
   private readonly apiKeyHeader: string;
   private readonly validateApiKey?: (key: string, context: ExecutionContext) => unknown;
@@ -47,7 +55,10 @@ export class RedlimitHttp {
   /** Client-IP warnings already logged (each once per module). */
   private readonly warned = new Set<string>();
 
-  constructor(@Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions) {
+  constructor(
+    @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
+    @Optional() events?: RedlimitEvents,
+  ) {
     const style = options.headers ?? 'ietf';
     if (!['ietf', 'legacy', 'both', false].includes(style)) {
       throw new RangeError(
@@ -56,6 +67,7 @@ export class RedlimitHttp {
     }
     this.headerStyle = style;
     this.resolveClientIp = createClientIpResolver(options.clientIp);
+    this.clientIpOptions = options.clientIp;
     this.keySecret = options.keySecret;
     const header = options.apiKey?.header ?? 'x-api-key';
     if (typeof header !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(header)) {
@@ -69,6 +81,7 @@ export class RedlimitHttp {
       throw new TypeError('RedlimitModule apiKey.validate must be a function (key, context)');
     }
     this.validateApiKey = validate;
+    this.access = new RedlimitAccess(options, this, events);
   }
 
   /**
@@ -77,7 +90,7 @@ export class RedlimitHttp {
    * {@link apiKeyFor}.
    */
   apiKey(request: HttpRequestLike): string | undefined {
-    const value = this.rawApiKey(request);
+    const value = this.apiKeyValue(request);
     return value ? `apiKey:${apiKeyHash(value, this.keySecret)}` : undefined;
   }
 
@@ -90,15 +103,35 @@ export class RedlimitHttp {
     request: HttpRequestLike,
     context: ExecutionContext,
   ): Promise<string | undefined> {
-    const value = this.rawApiKey(request);
+    const value = this.apiKeyValue(request);
     if (!value) return undefined;
     if (this.validateApiKey && !(await this.validateApiKey(value, context))) return undefined;
     return `apiKey:${apiKeyHash(value, this.keySecret)}`;
   }
 
-  private rawApiKey(request: HttpRequestLike): string | undefined {
+  /**
+   * The API key the request carries in the configured header (`apiKey.header`, default
+   * `x-api-key`), trimmed; `undefined` for none. The raw key: never store or log it.
+   */
+  apiKeyValue(request: HttpRequestLike): string | undefined {
     const raw = request.headers?.[this.apiKeyHeader];
     return (Array.isArray(raw) ? raw[0] : raw)?.trim() || undefined;
+  }
+
+  /**
+   * The client's address by the same rules as {@link clientIp} (peer address, trusted proxies,
+   * `clientIp.header`), but IPv6 not grouped, and `undefined` instead of a 400 when no client can
+   * be named: what the `allow` and `deny` lists match.
+   */
+  clientAddress(request: HttpRequestLike): string | undefined {
+    this.resolveClientAddress ??= createClientIpResolver({
+      ...this.clientIpOptions,
+      ipv6Subnet: 128,
+    });
+    return this.resolveClientAddress(
+      peerAddress(request),
+      request.headers?.[this.resolveClientAddress.header],
+    );
   }
 
   /**

@@ -107,6 +107,31 @@ export type RedlimitMetricsOptions = {
   readonly opentelemetry?: boolean | OpenTelemetryMetricsOptions;
 };
 
+/**
+ * Callers named by the module's `allow` or `deny` list. A request matches the list when any one
+ * entry matches: its client IP (found by the `clientIp` rules, as for the limits; IPv6 compared
+ * as the full address, not its /64 group) is in `ips`, its API key (the `apiKey.header` header,
+ * default `x-api-key`) is one of `apiKeys`, or its `User-Agent` equals a string of `userAgents`
+ * or passes a RegExp of it.
+ *
+ * @example
+ * RedlimitModule.forRoot({
+ *   allow: { ips: ['10.0.0.0/8', '2001:db8::/32', 'loopback'], apiKeys: [process.env.MONITOR_KEY!] },
+ *   deny: { ips: ['203.0.113.7'], userAgents: [/^BadBot\//] },
+ * });
+ */
+export interface AccessListOptions {
+  /**
+   * Addresses (`'203.0.113.7'`, `'2001:db8::1'`), CIDR ranges (`'10.0.0.0/8'`,
+   * `'2001:db8::/32'`) and the names `'loopback'`, `'private'`, `'linklocal'`.
+   */
+  readonly ips?: readonly string[];
+  /** API keys, compared in constant time (as SHA-256 digests); never logged. */
+  readonly apiKeys?: readonly string[];
+  /** `User-Agent` values: a string matches exactly (case-sensitive), a RegExp by `test()`. */
+  readonly userAgents?: readonly (string | RegExp)[];
+}
+
 /** A policy in {@link RedlimitModuleOptions.policies}: its name is its key in the record. */
 export type PolicyDefinition = Omit<PolicyOptions, 'name'>;
 
@@ -160,6 +185,30 @@ export interface RedlimitModuleOptions {
     readonly header?: string;
     readonly validate?: (key: string, context: ExecutionContext) => boolean | Promise<boolean>;
   };
+  /**
+   * Callers never charged and never limited: a request that matches is let through by
+   * `RedlimitGuard` and `@Attempt` without a spend and without rate-limit headers (decision events
+   * say `skipped`). `deny` wins over `allow`. See {@link AccessListOptions}.
+   */
+  readonly allow?: AccessListOptions;
+  /**
+   * Callers refused outright: a request that matches is answered 403 (GraphQL: `FORBIDDEN`;
+   * WebSocket and RPC: an error with code `FORBIDDEN`) by `RedlimitGuard` and `@Attempt` before
+   * anything is charged (decision events say `denied`). Wins over `allow` and `skipIf`. Applies
+   * to the handlers redlimit limits; a route under `@SkipThrottle()` without `@Attempt` is not
+   * checked. See {@link AccessListOptions}.
+   */
+  readonly deny?: AccessListOptions;
+  /**
+   * Lets a call through uncharged, without rate-limit headers, when it returns true (decision
+   * events say `skipped`): e.g. health probes or signed-in admins. Asked at most once per call
+   * (the guard and `@Attempt` share the answer), after the `deny` and `allow` lists; a throw
+   * fails the call. Not asked for denied or allowed callers.
+   *
+   * @example
+   * skipIf: (ctx) => ctx.switchToHttp().getRequest<{ user?: { role?: string } }>().user?.role === 'admin',
+   */
+  readonly skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

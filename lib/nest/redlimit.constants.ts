@@ -24,3 +24,6 @@ export const REQUEST_THROTTLED = Symbol('redlimit:throttled');
  * `attemptInterceptor` given to `forRoot`); exported by `RedlimitModule`.
  */
 export const REDLIMIT_ATTEMPT_INTERCEPTOR = Symbol('redlimit:attempt-interceptor');
+
+/** Where the verdict of the module's `allow`/`deny`/`skipIf` for an HTTP request is kept. */
+export const REQUEST_ACCESS = Symbol('redlimit:access');

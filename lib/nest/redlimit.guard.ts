@@ -13,10 +13,12 @@ import {
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
+import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
 import { REQUEST_THROTTLED } from './redlimit.constants';
 import {
   type EffectiveRedlimitMetadata,
+  type PolicyRef,
   readRedlimitMetadata,
   type ThrottleMetadata,
 } from './redlimit.metadata';
@@ -32,7 +34,10 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
  * ones a 429 with `Retry-After`, a store failure under fail mode `closed` a 503. A refused
  * resolver throws a {@link RateLimitGraphQLError} (headers on the HTTP response when the GraphQL
  * context has one), a gateway handler a `WsException`, a microservice handler an `RpcException`
- * (see {@link contextRefusal}). Other context types pass through.
+ * (see {@link contextRefusal}). Other context types pass through. Before anything is resolved
+ * or charged, the module's `deny` list refuses a call (403, or the context's `FORBIDDEN` error)
+ * and its `allow` list or `skipIf` lets one through uncharged and without headers (see
+ * {@link RedlimitAccess}).
  *
  * Subclass it to change who is tracked ({@link getTracker}), the keys ({@link generateKeys}),
  * skipping ({@link shouldSkip}), the layers ({@link throttlesFor}) or the refusal
@@ -80,6 +85,12 @@ export class RedlimitGuard implements CanActivate {
     if (layers.length === 0) return true;
     const request = type === 'http' ? context.getArgByIndex<HttpRequestLike>(0) : undefined;
     if (this.alreadyCharged(context, request)) return true;
+    if (this.http.access.active) {
+      // The module's deny/allow lists and skipIf, before any key is resolved or anything spent.
+      const pending = this.http.access.verdict(context);
+      const verdict = isPromiseLike(pending) ? await pending : pending;
+      if (verdict !== undefined) return this.passUncharged(context, layers, verdict);
+    }
     const skip = this.shouldSkip(context);
     if (skip === true || (skip !== false && (await skip))) return true;
     let parts: readonly Part[];
@@ -120,6 +131,28 @@ export class RedlimitGuard implements CanActivate {
     }
     if (decision.allowed) return true;
     return this.throwRefusal(context, decision);
+  }
+
+  /**
+   * A call the module's lists or `skipIf` decided: reported as one decision event per policy it
+   * would have been charged under, then refused (403 or the context's equivalent) or let through
+   * without headers.
+   */
+  private async passUncharged(
+    context: ExecutionContext,
+    layers: readonly ThrottleMetadata[],
+    verdict: 'denied' | 'skipped',
+  ): Promise<true> {
+    const refs: Array<PolicyRef | undefined> = layers.map((layer) => layer.policy);
+    if (verdict === 'denied') {
+      // @Attempt's interceptor never runs for a denied call: its policy is reported here.
+      const { attempt } = readRedlimitMetadata(context.getHandler(), context.getClass());
+      if (attempt) refs.push(attempt.policy);
+    }
+    const names = policyNamesFor(this.registry, refs, context);
+    this.http.access.report(verdict, Array.isArray(names) ? names : await names);
+    if (verdict === 'denied') throw this.http.access.refusal(context);
+    return true;
   }
 
   /**
