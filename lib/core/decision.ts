@@ -81,10 +81,15 @@ export interface Decision {
   readonly retryAfterMs: number;
   /** Milliseconds until every key is back to its full budget (0 when nothing is held). */
   readonly resetAfterMs: number;
-  /** For a refusal, the key and limit that refused. */
+  /** For a refusal (or a shadow refusal), the key and limit that refused. */
   readonly blockedBy?: BlockedBy;
   /** Name of the policy that decided. */
   readonly policy: string;
+  /**
+   * Set when a lockout (policy option `block`) refused, this call's refusal included: when the
+   * latest lockout holding the call back ends, in ms since the epoch on the store's clock.
+   */
+  readonly blockedUntil?: number;
   /**
    * Set when the store failed and the policy's fail mode decided instead: `allowed` is then false
    * for `closed` (the store failed, not the budget), true for `open` (not enforced), and the
@@ -98,6 +103,12 @@ export interface Decision {
    * binding limit is used after this call. Absent otherwise.
    */
   readonly warning?: true;
+  /**
+   * True when the policy is in shadow mode (`shadow: true`) and refused: the decision is allowed
+   * (`retryAfterMs` 0), nothing was spent, and `blockedBy` / `blockedUntil` say what would have
+   * refused. Absent otherwise.
+   */
+  readonly shadowRefused?: true;
 }
 
 /**

@@ -127,6 +127,8 @@ export function decisionEvent(
 ): DecisionEvent {
   const { failure } = decision;
   let outcome: DecisionOutcome = decision.allowed ? 'allowed' : 'refused';
+  if (decision.blockedUntil !== undefined) outcome = 'blocked';
+  if (decision.shadowRefused) outcome = 'shadow-refused';
   if (refusedElsewhere) outcome = 'refused-elsewhere';
   if (failure?.failMode === 'open') outcome = 'failed-open';
   if (failure?.failMode === 'closed') outcome = 'failed-closed';

@@ -64,6 +64,11 @@ export interface LimiterOptions {
    * {@link DecisionEvents}); share one between limiters to observe them all.
    */
   readonly events?: DecisionEvents;
+  /**
+   * Called for every refusal a policy in shadow mode let through (`decision.shadowRefused`).
+   * Default: a process warning, at most one per limiter every 10 s, with the count since the last.
+   */
+  readonly onShadowRefusal?: (decision: Decision) => void;
 }
 
 /** The longest delay `setTimeout` honours (a longer one fires after 1 ms). */
@@ -101,6 +106,8 @@ export class Limiter {
   readonly timeoutMs: number;
   private readonly failureRetryAfterMs: number;
   private lastWarningAt = -Infinity;
+  private lastShadowReportAt = -Infinity;
+  private shadowRefusals = 0;
   /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
   private readonly deadlines: Deadlines;
   /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
@@ -289,23 +296,51 @@ export class Limiter {
     const deadlineAt = startedAt + timeoutMs;
     const stack = requests.map((request) => ({ ...request, deadlineAt }));
     const limiters = parts.map((part) => part.limiter);
-    let decisions: Decision[];
-    try {
+    const decideStack = (indices: readonly number[]): Promise<StackResult> => {
+      const some = indices.map((i) => stack[i]!);
       const pending: Promise<StackResult> =
         typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function'
-          ? sequentialStack(store, stack, spend) // a store written before stacks
+          ? sequentialStack(store, some, spend) // a store written before stacks
           : spend
-            ? store.consumeStack(stack)
-            : store.peekStack(stack);
-      const result = await withTimeout(pending, timeoutMs, (late) => {
+            ? store.consumeStack(some)
+            : store.peekStack(some);
+      return withTimeout(pending, Math.max(1, deadlineAt - monotonicNow()), (late) => {
         // The caller was already answered without these spends: give them back.
         if (spend && late.allowed) {
-          late.results.forEach((r, i) => limiters[i]!.refundLate(stack[i]!, r));
+          late.results.forEach((r, n) => limiters[indices[n]!]!.refundLate(some[n]!, r));
         }
       });
+    };
+    let decisions: Decision[];
+    try {
+      const result = await decideStack(stack.map((_, i) => i));
       decisions = result.results.map((r, i) => limiters[i]!.toDecision(stack[i]!, r, spend));
+      const shadows = decisions.map((d, i) => limiters[i]!.shadowRefuses(d));
+      if (
+        shadows.some(Boolean) &&
+        decisions.every((d, i) => shadows[i] || d.blockedBy === undefined)
+      ) {
+        // Only parts in shadow mode refused: the others are decided (and spent) without them,
+        // in a second store call; the shadow parts share that call's outcome.
+        const enforced = stack.map((_, i) => i).filter((i) => !shadows[i]);
+        const again = enforced.length > 0 ? await decideStack(enforced) : undefined;
+        const allowedAgain = again?.allowed ?? true;
+        decisions = decisions.map((d, i) => {
+          if (shadows[i]) return limiters[i]!.shadowed(d, allowedAgain);
+          const r = again!.results[enforced.indexOf(i)]!;
+          return limiters[i]!.toDecision(stack[i]!, r, spend);
+        });
+      } else if (shadows.some(Boolean)) {
+        // An enforced part refused: the shadow parts that refused too are refused with the stack.
+        decisions = decisions.map((d, i) => (shadows[i] ? limiters[i]!.shadowed(d, false) : d));
+      }
     } catch (error) {
-      decisions = await Promise.all(limiters.map((l, i) => l.failed(stack[i]!, spend, error)));
+      decisions = await Promise.all(
+        limiters.map(async (l, i) => {
+          const failed = await l.failed(stack[i]!, spend, error);
+          return l.shadowRefuses(failed) ? l.shadowed(failed) : failed;
+        }),
+      );
       if (!decisions.every((d) => d.allowed)) {
         // Parts that the fallback charged are given back: a stack spends on all parts or none.
         // Parts that allowed (open, or the fallback) are refused with the stack.
@@ -327,7 +362,8 @@ export class Limiter {
     let refusedBy: Decision | undefined;
     for (const d of decisions) {
       // A refusal on budget (this part's own), or the store failing under fail mode closed.
-      const refusing = d.blockedBy !== undefined || d.failure?.failMode === 'closed';
+      const refusing =
+        (d.blockedBy !== undefined && !d.shadowRefused) || d.failure?.failMode === 'closed';
       if (d.allowed || !refusing) continue;
       if (!refusedBy || d.retryAfterMs > refusedBy.retryAfterMs) refusedBy = d;
     }
@@ -336,7 +372,8 @@ export class Limiter {
       const events = limiters[i]!.options.events;
       if (!events?.active) return;
       // A part that fitted, left unspent because another part refused.
-      const elsewhere = !allowed && d !== refusedBy && !d.blockedBy && !d.failure;
+      const elsewhere =
+        !allowed && d !== refusedBy && (!d.blockedBy || d.shadowRefused === true) && !d.failure;
       events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true, elsewhere));
     });
     return Object.freeze({
@@ -415,9 +452,11 @@ export class Limiter {
         if (spend && late.allowed) this.refundLate(request, late);
       });
     } catch (error) {
-      return this.failed(request, spend, error);
+      const failed = await this.failed(request, spend, error);
+      return this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
     }
-    return this.toDecision(request, result, spend);
+    const decision = this.toDecision(request, result, spend);
+    return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
   }
 
   private refundLate(request: SpendRequest, late: SpendResult): void {
@@ -485,6 +524,7 @@ export class Limiter {
       keys: normalizeKeys(keys),
       cost: normalizeCost(options?.cost, this.policy.maxCost),
       deadlineAt: monotonicNow() + this.timeoutMs,
+      ...(this.policy.block && { block: this.policy.block }),
     };
   }
 
@@ -529,6 +569,10 @@ export class Limiter {
       });
     }
     if (failure) decision.failure = failure;
+    if (!result.allowed && result.blockedUntil !== undefined) {
+      decision.blockedUntil = result.blockedUntil;
+    }
+
     // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
     if (
       warnAt !== undefined &&
@@ -538,6 +582,48 @@ export class Limiter {
       decision.warning = true;
     }
     return Object.freeze(decision);
+  }
+
+  /** Whether this policy is in shadow mode and refused on its own (not because the store failed). */
+  private shadowRefuses(decision: Decision): boolean {
+    return (
+      this.policy.shadow === true &&
+      !decision.allowed &&
+      decision.blockedBy !== undefined &&
+      decision.failure?.failMode !== 'closed'
+    );
+  }
+
+  /**
+   * A refusal of a policy in shadow mode, reported and let through: allowed (or, in a stack that
+   * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent.
+   */
+  private shadowed(decision: Decision, allowed = true): Decision {
+    const shadow = Object.freeze({
+      ...decision,
+      allowed,
+      retryAfterMs: 0,
+      shadowRefused: true as const,
+    });
+    this.reportShadowRefusal(shadow);
+    return shadow;
+  }
+
+  private reportShadowRefusal(decision: Decision): void {
+    if (this.options.onShadowRefusal) {
+      this.options.onShadowRefusal(decision);
+      return;
+    }
+    this.shadowRefusals += 1;
+    const now = performance.now();
+    if (now - this.lastShadowReportAt < 10_000) return;
+    this.lastShadowReportAt = now;
+    const count = this.shadowRefusals;
+    this.shadowRefusals = 0;
+    process.emitWarning(
+      `redlimit: policy '${this.policy.name}' is in shadow mode and let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
+      'RedlimitWarning',
+    );
   }
 
   private reportSettleError(error: unknown, decision: Decision): void {

@@ -40,6 +40,43 @@ export interface LimitOptions {
 }
 
 /**
+ * A lockout (policy option `block`): a caller key refused for lack of budget is refused outright
+ * for `duration`, and for longer each time it happens again soon after.
+ *
+ * @example
+ * // 1 minute, then 2, 4, 8 … at most an hour; forgotten after a day without a lockout.
+ * const block: BlockOptions = { duration: '1m', factor: 2, max: '1h', forgetAfter: '1d' };
+ */
+export interface BlockOptions {
+  /** How long the first lockout lasts. */
+  readonly duration: Duration;
+  /**
+   * Each lockout that follows within `forgetAfter` of the previous one's end lasts this many times
+   * as long as the previous one: a number from 1 (no escalation, the default) to 100.
+   */
+  readonly factor?: number;
+  /** The longest lockout. Default: `duration` or a day, whichever is longer. */
+  readonly max?: Duration;
+  /**
+   * How long after a lockout ends the next one still escalates (the caller's strike memory).
+   * Default a day.
+   */
+  readonly forgetAfter?: Duration;
+}
+
+/** A validated {@link BlockOptions}, in ms. */
+export interface BlockRule {
+  /** The first lockout's length. */
+  readonly durationMs: number;
+  /** Escalation factor (≥ 1). */
+  readonly factor: number;
+  /** The longest lockout. */
+  readonly maxMs: number;
+  /** Strike memory after a lockout ends. */
+  readonly forgetAfterMs: number;
+}
+
+/**
  * A named rate-limit policy.
  *
  * @example
@@ -71,6 +108,19 @@ export interface PolicyOptions {
    * so clients and dashboards see the limit coming. A number above 0, at most 1. Default: none.
    */
   readonly warnAt?: number;
+  /**
+   * Lockouts: a consume refused because a key is out of budget also locks that key out (every
+   * consume and peek naming it is refused until `decision.blockedUntil`), longer each time within
+   * the strike memory. The one exception to "a refusal costs nothing": the refusing call writes
+   * the lockout. Refunds do not lift it; `limiter.reset(keys)` does.
+   */
+  readonly block?: BlockOptions;
+  /**
+   * Shadow mode: decisions are made and spent as usual, but a refusal is returned as allowed, with
+   * `decision.shadowRefused: true` (it spent nothing, as any refusal), so a new limit can be
+   * watched in production before it is enforced. Decision events say `shadow-refused`.
+   */
+  readonly shadow?: boolean;
 }
 
 /** One validated limit: `limit` units per `windowMs` milliseconds. */
@@ -97,7 +147,29 @@ export interface ResolvedPolicy {
   readonly maxCost: number;
   /** The soft-limit fraction, if the policy sets one. */
   readonly warnAt?: number;
+  /** The lockout, if the policy sets one. */
+  readonly block?: BlockRule;
+  /** True in shadow mode: refusals are reported, not enforced. */
+  readonly shadow?: boolean;
 }
+
+const POLICY_FIELDS: ReadonlySet<string> = new Set([
+  'name',
+  'algorithm',
+  'limit',
+  'window',
+  'burst',
+  'limits',
+  'failMode',
+  'warnAt',
+  'block',
+  'shadow',
+]);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(['limit', 'window', 'burst']);
+const BLOCK_FIELDS: ReadonlySet<string> = new Set(['duration', 'factor', 'max', 'forgetAfter']);
+
+/** Lockouts and strike memories are bounded, so `until + forgetAfter` stays exact everywhere. */
+const MAX_BLOCK_MS = 366 * 86_400_000;
 
 const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
@@ -121,6 +193,7 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
       `policy.name must be 1-64 characters of letters, digits and _.:- ; got ${JSON.stringify(name)}`,
     );
   }
+  unknownFields(policy, POLICY_FIELDS, `policy '${name}'`);
   if (!ALGORITHMS.includes(algorithm)) {
     throw new RangeError(
       `policy.algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}; got ${JSON.stringify(algorithm)}`,
@@ -170,6 +243,11 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
       `policy.warnAt must be a fraction above 0 and at most 1 (0.8 = 80 %); got ${String(warnAt)}`,
     );
   }
+  const block = policy.block === undefined ? undefined : resolveBlock(policy.block);
+  const { shadow } = policy;
+  if (shadow !== undefined && typeof shadow !== 'boolean') {
+    throw new TypeError(`policy.shadow must be true or false; got ${JSON.stringify(shadow)}`);
+  }
   return Object.freeze({
     name,
     algorithm,
@@ -177,11 +255,65 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     maxCost: Math.min(...limits.map((rule) => rule.burst)),
     ...(failMode !== undefined && { failMode }),
     ...(warnAt !== undefined && { warnAt }),
+    ...(block !== undefined && { block }),
+    ...(shadow === true && { shadow }),
   });
 }
 
+function resolveBlock(options: BlockOptions): BlockRule {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('policy.block must be an object { duration, factor?, max?, forgetAfter? }');
+  }
+  unknownFields(options, BLOCK_FIELDS, 'policy.block');
+  if (options.duration === undefined) throw new TypeError('policy.block.duration is required');
+  const durationMs = boundedBlock(
+    parseDuration(options.duration, 'policy.block.duration'),
+    'duration',
+  );
+  const factor = options.factor ?? 1;
+  if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 100) {
+    throw new RangeError(
+      `policy.block.factor must be a number from 1 to 100; got ${String(factor)}`,
+    );
+  }
+  const maxMs =
+    options.max === undefined
+      ? Math.max(durationMs, 86_400_000)
+      : boundedBlock(parseDuration(options.max, 'policy.block.max'), 'max');
+  if (maxMs < durationMs) {
+    throw new RangeError(
+      `policy.block.max (${maxMs} ms) must be at least policy.block.duration (${durationMs} ms)`,
+    );
+  }
+  const forgetAfterMs =
+    options.forgetAfter === undefined
+      ? 86_400_000
+      : boundedBlock(parseDuration(options.forgetAfter, 'policy.block.forgetAfter'), 'forgetAfter');
+  return Object.freeze({ durationMs, factor, maxMs, forgetAfterMs });
+}
+
+function boundedBlock(ms: number, field: string): number {
+  if (ms > MAX_BLOCK_MS) {
+    throw new RangeError(`policy.block.${field} must be at most 366 days; got ${ms} ms`);
+  }
+  return ms;
+}
+
+/** Refuses a field the object type does not know (a typo must not silently change a limit). */
+function unknownFields(value: object, known: ReadonlySet<string>, path: string): void {
+  for (const field of Object.keys(value)) {
+    if (!known.has(field)) {
+      throw new TypeError(`${path}: '${field}' is not a field (known: ${[...known].join(', ')})`);
+    }
+  }
+}
+
 function resolveLimit(options: Partial<LimitOptions>, path: string, usesBurst: boolean): LimitRule {
-  const { limit, window, burst } = options ?? {};
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${path} must be an object { limit, window, burst? }`);
+  }
+  unknownFields(options, LIMIT_FIELDS, path);
+  const { limit, window, burst } = options;
   if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
     throw new RangeError(
       `${path}.limit must be a whole number of at least 1; got ${String(limit)}`,

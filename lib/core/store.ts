@@ -1,4 +1,4 @@
-import type { Algorithm, LimitRule } from './policy';
+import type { Algorithm, BlockRule, LimitRule } from './policy';
 
 /** What a {@link Store} is asked to check (and, for `consume`, spend) in one atomic step. */
 export interface SpendRequest {
@@ -17,6 +17,11 @@ export interface SpendRequest {
    * store that can be reached late (Redis) must not apply a spend that arrives after it.
    */
   readonly deadlineAt?: number;
+  /**
+   * The policy's lockout: a key it locked out refuses until the lockout ends, and a consume
+   * refused for lack of budget locks each key that refused out (see {@link BlockRule}).
+   */
+  readonly block?: BlockRule;
 }
 
 /** A store's answer to a {@link SpendRequest}. */
@@ -44,6 +49,11 @@ export interface SpendResult {
    * had ever been reset. A refund gives nothing back on a key reset since.
    */
   readonly resetMarks?: readonly number[];
+  /**
+   * Set when a lockout refused: the latest end (store clock, ms since the epoch) of the lockouts
+   * that hold the call back, including one this refusal started.
+   */
+  readonly blockedUntil?: number;
 }
 
 /**
@@ -90,7 +100,7 @@ export function refundOf(request: SpendRequest, spent: SpendResult): RefundReque
   };
 }
 
-/** Removes all state a policy holds for some keys. */
+/** Removes all state a policy holds for some keys, lockouts included. */
 export interface ResetRequest {
   /** Policy name. */
   readonly policy: string;

@@ -49,13 +49,14 @@ export function batchCall(
       request.keys,
       request.policy,
       request.limits.length,
+      request.block !== undefined,
     ))
       keys.push(key);
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
       sets.set(request.limits, known);
-      args.push(request.algorithm, ...limitArgs(request));
+      args.push(request.algorithm, ...limitArgs(request, true));
     }
     if (deadline !== '' && Number(deadline) < earliestDeadline) earliestDeadline = Number(deadline);
     if (d > 0) deadlines += ',';

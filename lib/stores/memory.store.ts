@@ -7,7 +7,7 @@ import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { ledgerKey, storageKey } from './storage-key.util';
+import { blockKey, ledgerKey, storageKey } from './storage-key.util';
 import type {
   RefundRequest,
   ResetRequest,
@@ -60,6 +60,27 @@ interface Ledger {
   /** The last reset's mark (see `lua/reset/reset.lua`). */
   resetMark?: number;
   floor?: number;
+}
+
+/** A caller key's lockout, as `lua/lib/decide.lua` keeps it in Redis ('until:duration:forgetAt'). */
+interface Lockout {
+  readonly kind: 'lockout';
+  /** When it ends. */
+  readonly until: number;
+  /** How long it lasts (the next one escalates from it). */
+  readonly duration: number;
+  /** From this instant on it is forgotten: the next lockout starts from the policy's duration. */
+  readonly forgetAt: number;
+}
+
+/** What the lockouts of a request's keys add to its evaluation (see judgeBlocks in lua/lib/decide.lua). */
+interface LockoutJudgement {
+  /** The caller keys' lockouts that hold the call back (or that it starts), by end. */
+  readonly ends: readonly number[];
+  /** Lockouts a refused spend starts: stored name, end and length. */
+  readonly starts: ReadonlyArray<{ name: string; until: number; duration: number }>;
+  /** The latest end among `ends`, or 0. */
+  readonly blockedUntil: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -190,6 +211,7 @@ export class MemoryStore implements Store {
         expiresAt = Math.max(expiresAt, this.entries.get(name)?.expiresAt ?? 0);
         this.entries.delete(name);
       });
+      this.entries.delete(blockKey('', key, request.policy)); // whatever the policy says now
       const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
         refunded: new Map<string, number>(),
       };
@@ -231,13 +253,13 @@ export class MemoryStore implements Store {
     const clockNow = this.now();
     const spendId = spend ? nextSpendId() : undefined;
     let now = clockNow;
-    let parts = requests.map((request) => this.evaluate(request, now, spendId));
+    let parts = requests.map((request) => this.judge(request, now, spendId));
     // A state from a later window: the clock stepped back. Time is never earlier than the state
     // has seen: evaluate again from the start of that window (as lua/lib/decide.lua does).
     const seen = Math.max(...parts.map((part) => part.seen));
     if (seen > now) {
       now = seen;
-      parts = requests.map((request) => this.evaluate(request, now, spendId));
+      parts = requests.map((request) => this.judge(request, now, spendId));
     }
     // Waits judged at `now`, counted from the clock's reading.
     const behind = (ms: number) => (ms > 0 ? ms + now - clockNow : 0);
@@ -253,6 +275,22 @@ export class MemoryStore implements Store {
     const allowed = refusingIndex < 0;
     const results = parts.map((part, r): SpendResult => {
       let resetAfterMs = 0;
+      const { lockouts } = part;
+      if (lockouts) {
+        for (const ends of lockouts.ends) resetAfterMs = Math.max(resetAfterMs, behind(ends - now));
+        if (!allowed && spend) {
+          const { forgetAfterMs } = requests[r]!.block!;
+          for (const { name, until, duration } of lockouts.starts) {
+            const lockout: Lockout = {
+              kind: 'lockout',
+              until,
+              duration,
+              forgetAt: until + forgetAfterMs,
+            };
+            this.write(name, lockout, lockout.forgetAt);
+          }
+        }
+      }
       for (const { name, evaluation } of part.pairs) {
         resetAfterMs = Math.max(resetAfterMs, behind(evaluation.resetMs(allowed)));
         if (allowed && spend) {
@@ -269,17 +307,85 @@ export class MemoryStore implements Store {
       return {
         allowed,
         remaining: allowed ? part.remaining - requests[r]!.cost : part.remaining,
-        limitIndex: part.fits ? part.limitIndex : part.blockedLimitIndex,
+        limitIndex: part.budgetFits ? part.limitIndex : part.blockedLimitIndex,
         retryAfterMs: part.fits ? 0 : behind(part.retryAfterMs),
         resetAfterMs,
         blockedKeyIndex: part.fits ? -1 : part.blockedKeyIndex,
         at: now,
         ...(spendId !== undefined && allowed && { spendId }),
         ...(spendId !== undefined && allowed && this.resetMarks(requests[r]!, now)),
+        ...(lockouts && lockouts.blockedUntil > 0 && { blockedUntil: lockouts.blockedUntil }),
       };
     });
     if (allowed && spend) this.sweep(now, false);
     return { allowed, refusingIndex, results };
+  }
+
+  /**
+   * {@link evaluate}, then for a policy with a lockout each key's lockout, as judgeBlocks in
+   * `lua/lib/decide.lua` does: a key locked out refuses until its end (remaining 0); a key out of
+   * budget refuses until the lockout a refused spend starts for it ends.
+   */
+  private judge(request: SpendRequest, now: number, spendId: string | undefined) {
+    const part = this.evaluate(request, now, spendId);
+    const { block } = request;
+    if (block === undefined) return { ...part, budgetFits: part.fits, lockouts: undefined };
+    const limitCount = request.limits.length;
+    let held = false;
+    let longest = 0;
+    let refusingKey = -1;
+    let blockedUntil = 0;
+    const ends: number[] = [];
+    const starts: Array<{ name: string; until: number; duration: number }> = [];
+    request.keys.forEach((key, k) => {
+      let budgetFits = true;
+      let budgetWait = 0;
+      for (let l = 0; l < limitCount; l++) {
+        const { evaluation } = part.pairs[k * limitCount + l]!;
+        if (!evaluation.fits) {
+          budgetFits = false;
+          budgetWait = Math.max(budgetWait, evaluation.waitMs);
+        }
+      }
+      const name = blockKey('', key, request.policy);
+      const stored = this.live(name, now) as Lockout | undefined;
+      const remembered = stored?.kind === 'lockout' && stored.forgetAt > now ? stored : undefined;
+      let keyWait = -1;
+      let end = 0;
+      if (remembered !== undefined && remembered.until > now) {
+        held = true;
+        end = remembered.until;
+        keyWait = Math.max(end - now, budgetFits ? 0 : budgetWait);
+      } else if (!budgetFits) {
+        const duration =
+          remembered === undefined
+            ? block.durationMs
+            : Math.max(
+                block.durationMs,
+                Math.min(Math.floor(remembered.duration * block.factor), block.maxMs),
+              );
+        end = now + duration;
+        keyWait = Math.max(budgetWait, duration);
+        starts.push({ name, until: end, duration });
+      }
+      if (end > 0) ends.push(end);
+      blockedUntil = Math.max(blockedUntil, end);
+      if (keyWait >= 0 && (refusingKey < 0 || keyWait > longest)) {
+        longest = keyWait;
+        refusingKey = k;
+      }
+    });
+    const lockouts: LockoutJudgement = { ends, starts, blockedUntil };
+    if (refusingKey < 0) return { ...part, budgetFits: part.fits, lockouts };
+    return {
+      ...part,
+      budgetFits: part.fits,
+      fits: false,
+      retryAfterMs: longest,
+      blockedKeyIndex: refusingKey,
+      remaining: held ? 0 : part.remaining,
+      lockouts,
+    };
   }
 
   /** Every limit of one request on each of its keys, against the state before this call. */

@@ -9,7 +9,7 @@ import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { expiryOffset, limitArgs, REPLY_LENGTH, resetMarks, toResult } from './script-reply.util';
+import { expiryOffset, limitArgs, replyLength, resetMarks, toResult } from './script-reply.util';
 import {
   earliest,
   type GroupResult,
@@ -211,11 +211,13 @@ export class RedisStore implements Store {
         Promise.all(
           groups.map(([, indices]) => {
             const { keys } = part(request, indices);
+            // Lockouts are lifted too, whether or not the policy still sets one.
             const declared = storageKeysWithLedgers(
               this.prefix,
               keys,
               request.policy,
               request.limits.length,
+              true,
             );
             return this.run('reset/reset', declared, [
               this.now(),
@@ -313,7 +315,13 @@ export class RedisStore implements Store {
             groups.slice(g + 1).map(async ([, rest], n) => ({
               group: rest,
               results: (
-                await inTurn(g + 1 + n, () => this.decideStack(narrow(requests, rest), false))
+                await inTurn(g + 1 + n, () => {
+                  // Refused as a whole: where a policy locks out, the keys out of budget in
+                  // these groups are locked out as in one script; otherwise nothing is written.
+                  const narrowed = narrow(requests, rest);
+                  const locks = narrowed.some((r) => r.block !== undefined);
+                  return this.decideStack(narrowed, locks ? 'refuse' : false);
+                })
               ).results,
             })),
           );
@@ -420,6 +428,7 @@ export class RedisStore implements Store {
       request.keys,
       request.policy,
       request.limits.length,
+      request.block !== undefined,
     );
     const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
     const sentAt = monotonicNow();
@@ -430,7 +439,7 @@ export class RedisStore implements Store {
       spend ? '1' : '0',
       spendId ?? '',
       deadline,
-      ...limitArgs(request),
+      ...limitArgs(request, true),
     ])) as number[];
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
@@ -484,7 +493,7 @@ export class RedisStore implements Store {
         let offset = 1;
         for (const queued of batch) {
           this.settleQueued(queued, values, offset, receivedAt);
-          offset += REPLY_LENGTH + queued.request.keys.length;
+          offset += replyLength(queued.request);
         }
       },
       (error: unknown) => batch.forEach(({ reject }) => reject(error)),
@@ -532,23 +541,24 @@ export class RedisStore implements Store {
 
   /**
    * One stack/consume run over the requests (all in one slot on Cluster). `compensable`: one slot
-   * group of a cross-slot spend, which a later group's refusal may make us refund.
+   * group of a cross-slot spend, which a later group's refusal may make us refund. `spend`
+   * 'refuse': a group after a refusing one, refused whatever it holds (it writes only lockouts).
    */
   private async decideStack(
     requests: readonly SpendRequest[],
-    spend: boolean,
+    spend: boolean | 'refuse',
     spendId?: string,
     compensable = false,
     retried = false,
   ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
     const deadlineAt = earliest(requests);
-    const deadline = spend ? this.knownDeadline(deadlineAt) : '';
+    const deadline = spend !== false ? this.knownDeadline(deadlineAt) : '';
     const keys: string[] = [];
     const args: Array<string | number> = [
       this.now(),
       this.expiryOffsetMs,
       compensable ? '1' : '0',
-      spend ? '1' : '0',
+      spend === 'refuse' ? '2' : spend ? '1' : '0',
       spendId ?? '',
       deadline,
       requests.length,
@@ -559,9 +569,10 @@ export class RedisStore implements Store {
         request.keys,
         request.policy,
         request.limits.length,
+        request.block !== undefined,
       ))
         keys.push(key);
-      args.push(request.algorithm, request.cost, request.keys.length, ...limitArgs(request));
+      args.push(request.algorithm, request.cost, request.keys.length, ...limitArgs(request, true));
     }
     const sentAt = monotonicNow();
     const reply = (await this.run('stack/consume', keys, args)) as number[];
@@ -574,10 +585,11 @@ export class RedisStore implements Store {
     const at = reply[3]!;
     if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[2]!);
     let next = 4; // each part: six numbers, then its reset marks
-    const results = requests.map(({ keys: { length } }): GroupResult => {
+    const results = requests.map(({ keys: { length }, block }): GroupResult => {
       const o = next;
       const marks = resetMarks(reply, o + 6, length);
       next += 6 + length;
+      const blockedUntil = block === undefined ? 0 : reply[next++]!;
       return {
         allowed,
         remaining: reply[o]!,
@@ -589,6 +601,7 @@ export class RedisStore implements Store {
         resetIfUnspentMs: reply[o + 5]!,
         ...(spendId !== undefined && allowed && { spendId }),
         ...(marks && { resetMarks: marks }),
+        ...(blockedUntil > 0 && { blockedUntil }),
       };
     });
     return { allowed, refusingIndex: reply[1]! - 1, results };

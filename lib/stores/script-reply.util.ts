@@ -49,12 +49,30 @@ export function toResult(
   };
   if (spendId !== undefined && allowed) result.spendId = spendId;
   if (marks) result.resetMarks = marks;
+  if (request.block !== undefined) {
+    const until = reply[at + REPLY_LENGTH + request.keys.length]!;
+    if (until > 0) result.blockedUntil = until;
+  }
   return result;
 }
 
-/** A request's limits as script arguments: L, then limit, window ms and burst per limit. */
-export function limitArgs(request: SpendRequest): Array<number> {
-  const args: number[] = [request.limits.length];
+/** Reply values of one decision: {@link REPLY_LENGTH}, a reset mark per key, and a lockout's end. */
+export function replyLength(request: SpendRequest): number {
+  return REPLY_LENGTH + request.keys.length + (request.block === undefined ? 0 : 1);
+}
+
+/**
+ * A request's limits as script arguments: L, then limit, window ms and burst per limit. For a
+ * decision (`withBlock`) of a policy with a lockout, L is sent as 'L:duration:factor:max:forget'
+ * (see readRules in lua/lib/decide.lua), so other policies pay nothing for it.
+ */
+export function limitArgs(request: SpendRequest, withBlock = false): Array<number | string> {
+  const { block } = request;
+  const args: Array<number | string> = [
+    withBlock && block !== undefined
+      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}`
+      : request.limits.length,
+  ];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
   return args;
 }

@@ -66,6 +66,7 @@ export function merge(
   let bindingLimit = 0;
   let refusal: { wait: number; key: number; limit: number } | undefined;
   let resetAfterMs = 0;
+  let blockedUntil = 0;
   const atByKey: number[] = new Array<number>(request.keys.length);
   const marks: number[] = new Array<number>(request.keys.length).fill(0);
   for (const { indices, result } of parts) {
@@ -81,6 +82,9 @@ export function merge(
       if (!refusal || wait > refusal.wait || (wait === refusal.wait && key < refusal.key)) {
         refusal = { wait, key, limit: result.limitIndex };
       }
+    }
+    if (!allowed && result.blockedUntil !== undefined && result.blockedUntil > blockedUntil) {
+      blockedUntil = result.blockedUntil;
     }
     const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
     resetAfterMs = Math.max(resetAfterMs, reset);
@@ -99,6 +103,7 @@ export function merge(
     at: parts[0]!.result.at,
     atByKey,
     ...(marks.some((mark) => mark > 0) && { resetMarks: marks }),
+    ...(blockedUntil > 0 && { blockedUntil }),
   };
 }
 

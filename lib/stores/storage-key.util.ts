@@ -41,6 +41,18 @@ export function ledgerKey(prefix: string, key: string, policy: string): string {
   return `${prefix}{${hashTag(key)}}:${policy}:r`;
 }
 
+/**
+ * The lockout state of one caller key under one policy (policy option `block`): when the current
+ * lockout ends, how long it lasts, and until when the next one escalates. Same hash tag as the
+ * state keys.
+ *
+ * @example
+ * blockKey('rl:', 'ip:203.0.113.7', 'login'); // 'rl:{ip:203.0.113.7}:login:b'
+ */
+export function blockKey(prefix: string, key: string, policy: string): string {
+  return `${prefix}{${hashTag(key)}}:${policy}:b`;
+}
+
 function hashTag(key: string): string {
   return key.length > MAX_PLAIN_KEY_LENGTH || HASHED.test(key)
     ? `#${createHash('sha256').update(key).digest('base64url')}`
@@ -67,8 +79,8 @@ export function storageKeys(
 }
 
 /**
- * The state keys of a request (as {@link storageKeys}), then one ledger per caller key: the KEYS
- * of the refund and reset scripts.
+ * The state keys of a request (as {@link storageKeys}), then one ledger per caller key, then with
+ * `withBlocks` one lockout state per caller key ({@link blockKey}): the KEYS of every script.
  *
  * @example
  * storageKeysWithLedgers('rl:', ['a'], 'login', 1); // ['rl:{a}:login:0', 'rl:{a}:login:r']
@@ -78,6 +90,7 @@ export function storageKeysWithLedgers(
   keys: readonly string[],
   policy: string,
   limitCount: number,
+  withBlocks = false,
 ): string[] {
   const out: string[] = [];
   const bases: string[] = [];
@@ -87,5 +100,6 @@ export function storageKeysWithLedgers(
     for (let l = 0; l < limitCount; l++) out.push(base + l);
   }
   for (const base of bases) out.push(`${base}r`);
+  if (withBlocks) for (const base of bases) out.push(`${base}b`);
   return out;
 }

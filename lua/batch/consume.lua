@@ -5,7 +5,8 @@ client, evaluated one after another in arrival order, each exactly as lib/consum
 One script run and one TIME reading for all of them: observably the same as separate calls in
 that order, at the same instant.
 
-KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, then ledgers)
+KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, ledgers, and
+       lockout states for a policy with a lockout)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] the earliest deadline of the decisions, or '' for none
@@ -14,13 +15,14 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [5] on a custom clock, each decision's now when it was made, comma-separated; else ''
        [6] M: more than any decision's key count
        [7] R: number of rule sets (policies) the decisions refer to; then per rule set, from
-           position j (8 for the first): [j] algorithm, [j+1] L, then for l = 1..L:
+           position j (8 for the first): [j] algorithm, [j+1] L (or 'L:…' with a lockout, see
+           readRules in lib/decide.lua), then for l = 1..L:
            [j-1+3l] limit, [j+3l] window ms, [j+1+3l] burst; the next starts at j+2+3L
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost; and,
            for a sliding log only, its spend id
-Return the batch's clock reading, then 5 + K values per decision, as lib/consume-frame.lua returns
-       them after its clock reading; a decision whose deadline had passed answers -1 and zeros
+Return the batch's clock reading, then 5 + K values per decision (6 + K with a lockout), as
+       lib/consume-frame.lua returns them after its clock reading; a decision whose deadline had passed answers -1 and zeros
        (and wrote nothing); one whose evaluation raised an error (e.g. a key of another type)
        answers -2, the message and zeros, and the other decisions stand
 ]]
@@ -36,16 +38,17 @@ local function decide(reply, n, base, rules, spend, deadline, keyCount)
   end
   local model, limitCount = rules.model, rules.count
   local clockNow = now
-  local allowed, remaining, binding, wait, refusing, seen = judge(model, base, keyCount, limitCount, rules)
+  local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   if seen > now then
     now = seen
-    allowed, remaining, binding, wait, refusing = judge(model, base, keyCount, limitCount, rules)
+    allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   end
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed then remaining = remaining - cost end
   reply[n + 1], reply[n + 2], reply[n + 3] = status(allowed, binding, refusing, limitCount), remaining, behind(wait, clockNow)
   reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), now
   appendResetMarksAt(reply, n + 5, base + keyCount * limitCount, keyCount, spend and allowed)
+  if rules.block then reply[n + 6 + keyCount] = blockedUntil end
 end
 
 -- Comma-separated values, as many as there are commas plus one (empty ones included).
@@ -89,17 +92,18 @@ local function main()
       spendId = ''
     end
     now = nows and tonumber(nows[d]) or batchNow
+    local length = 5 + keyCount + (rules.block and 1 or 0)
     local ok, err = pcall(decide, reply, n, base, rules, spend, deadlines and deadlines[d], keyCount)
     if not ok then
-      for v = 1, 5 + keyCount do reply[n + v] = 0 end
+      for v = 1, length do reply[n + v] = 0 end
       reply[n + 1], reply[n + 2] = -2, type(err) == 'table' and err.err or tostring(err)
     else
-      for v = n + 1, n + 5 + keyCount do
+      for v = n + 1, n + length do
         if reply[v] == nil then reply[v] = 0 end -- a late decision answers -1 and zeros
       end
     end
-    n = n + 5 + keyCount
-    base = base + keyCount * (rules.count + 1)
+    n = n + length
+    base = base + keyCount * (rules.count + (rules.block and 2 or 1))
   end
   return reply
 end

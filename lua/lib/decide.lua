@@ -12,16 +12,18 @@ A model is {evaluate, commit, reset} (see lib/models.lua):
 
 judge(model, base, keyCount, limitCount, rules) evaluates every limit on every key against the
   state before this call (KEYS[base + (k-1)*limitCount + l] is key k under limit l, rules[l] is
-  {limit, window, burst}; the evaluation is kept as evaluation(base + that index)) and returns
-  fits, remaining (room before this call), binding limit (the refusing one when it does not fit),
-  wait, refusing key (0 when it fits) and seen: the latest instant a window's state proves the
-  clock has reached (-1 if none is later than `now`). When seen > now, the clock stepped back
-  since that state was written: the frame sets `now = seen` and judges again, so state from a
-  newer window is never overwritten by an older reading (time is never earlier than the state has
-  seen), and reports waits from the clock as it reads (see `behind`).
+  {limit, window, burst}; the evaluation is kept as evaluation(base + that index)), and for a
+  policy with a lockout every key's lockout (see judgeBlocks), and returns fits, remaining (room
+  before this call), binding limit (the refusing one when it does not fit), wait, refusing key
+  (0 when it fits), seen and blockedUntil (see judgeBlocks). seen: the latest instant a window's
+  state proves the clock has reached (-1 if none is later than `now`). When seen > now, the clock
+  stepped back since that state was written: the frame sets `now = seen` and judges again, so
+  state from a newer window is never overwritten by an older reading (time is never earlier than
+  the state has seen), and reports waits from the clock as it reads (see `behind`).
 settle(model, base, keyCount, limitCount, rules, allowed, spend, unspent) commits a judged
   policy when `allowed` (the whole decision fitted) and `spend`; returns resetAfterMs and, when
-  `unspent` is asked for, resetAfterMs had nothing been spent (else 0).
+  `unspent` is asked for, resetAfterMs had nothing been spent (else 0); a policy with a lockout
+  counts lockout ends in both and, for a refused spend, writes the lockouts it starts.
 ]]
 local evaluations = {}
 
@@ -32,6 +34,73 @@ local function evaluation(i)
     evaluations[i] = ev
   end
   return ev
+end
+
+--[[
+Lockouts (policy option `block`, rules.block = {duration, factor, max, forgetAfter} in ms). Each
+caller key k has a lockout state KEYS[base + K*(L+1) + k]: 'until:duration:forgetAt', the current
+(or last) lockout's end and length, and the instant the next one stops escalating (state written
+at or after forgetAt is forgotten; the key expires then too). A key locked out at `now` refuses
+(wait: the lockout's end; remaining 0). A key out of budget while not locked out refuses and, if
+the decision refuses and spends, is locked out by settle(): for `duration`, or, while the last
+lockout is remembered, for that one's length × factor, within [duration, max]. A peek reports the
+lockout a consume would start. The refusing key is the one with the longest wait (ties: the
+first key); blockedUntil is the latest lockout end among the keys (0: none).
+]]
+local blockEnds, blockNew = {}, {}
+
+local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, wait, refusing)
+  local duration, factor, maxMs = block[1], block[2], block[3]
+  local blockBase = base + keyCount * (limitCount + 1)
+  local held, longest, refusingKey, blockedUntil = false, 0, 0, 0
+  for k = 1, keyCount do
+    local budgetFits, budgetWait = true, 0
+    for l = 1, limitCount do
+      local ev = evaluations[base + (k - 1) * limitCount + l]
+      if not ev.fits then
+        budgetFits = false
+        if ev.wait > budgetWait then budgetWait = ev.wait end
+      end
+    end
+    local untilAt, last = 0, 0
+    local raw = rcall('GET', KEYS[blockBase + k])
+    if raw then
+      local u, d, f = string.match(raw, '^(%d+):(%d+):(%d+)$')
+      if f and tonumber(f) > now then untilAt, last = tonumber(u), tonumber(d) end
+    end
+    local keyWait, ends, new = -1, 0, 0
+    if untilAt > now then
+      held, ends, keyWait = true, untilAt, untilAt - now
+      if not budgetFits and budgetWait > keyWait then keyWait = budgetWait end
+    elseif not budgetFits then
+      new = duration
+      if last > 0 then new = math.max(duration, math.min(math.floor(last * factor), maxMs)) end
+      ends, keyWait = now + new, math.max(budgetWait, new)
+    end
+    blockEnds[blockBase + k], blockNew[blockBase + k] = ends, new
+    if ends > blockedUntil then blockedUntil = ends end
+    if keyWait >= 0 and (refusingKey == 0 or keyWait > longest) then longest, refusingKey = keyWait, k end
+  end
+  if refusingKey > 0 then fits, wait, refusing = false, longest, refusingKey end
+  if held then remaining = 0 end
+  return fits, remaining, wait, refusing, blockedUntil
+end
+
+-- After judgeBlocks: lockout ends count in resetAfter; a refused spend writes the new lockouts.
+local function settleBlocks(block, base, keyCount, limitCount, allowed, spend, resetAfter, resetUnspent)
+  local blockBase = base + keyCount * (limitCount + 1)
+  for k = 1, keyCount do
+    local ends, new = blockEnds[blockBase + k], blockNew[blockBase + k]
+    if ends > now then
+      if ends - now > resetAfter then resetAfter = ends - now end
+      if ends - now > resetUnspent then resetUnspent = ends - now end
+    end
+    if new > 0 and spend and not allowed then
+      local forgetAt = ends + block[4]
+      rcall('SET', KEYS[blockBase + k], string.format('%d:%d:%d', ends, new, forgetAt), 'PXAT', forgetAt + offset)
+    end
+  end
+  return resetAfter, resetUnspent
 end
 
 local function judge(model, base, keyCount, limitCount, rules)
@@ -55,7 +124,12 @@ local function judge(model, base, keyCount, limitCount, rules)
     end
   end
   if not fits then binding = refusingLimit end -- the refusing limit binds
-  return fits, remaining, binding, wait, refusing, seen
+  local blockedUntil = 0
+  if rules.block then
+    fits, remaining, wait, refusing, blockedUntil = judgeBlocks(rules.block, base, keyCount, limitCount, fits,
+      remaining, wait, refusing)
+  end
+  return fits, remaining, binding, wait, refusing, seen, blockedUntil
 end
 
 --[[ ms to add to a wait or reset judged at `now` to count it from the clock's reading `clockNow`. ]]
@@ -80,6 +154,10 @@ local function settle(model, base, keyCount, limitCount, rules, allowed, spend, 
       end
       if allowed and spend then commit(KEYS[i], ev, rule[1], rule[2], rule[3]) end
     end
+  end
+  if rules.block then
+    resetAfter, resetUnspent = settleBlocks(rules.block, base, keyCount, limitCount, allowed, spend, resetAfter,
+      resetUnspent)
   end
   return resetAfter, resetUnspent
 end
@@ -109,10 +187,23 @@ local function number(text)
   return SMALL[text] or tonumber(text)
 end
 
---[[ Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. ]]
+--[[
+Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. A
+policy with a lockout sends L as 'L:duration:factor:max:forgetAfter' (rules.block).
+]]
 local function readRules(at)
-  local limitCount = number(ARGV[at])
-  local rules = {}
+  local spec = ARGV[at]
+  local limitCount = SMALL[spec]
+  local block
+  if not limitCount then
+    local l, d, f, m, g = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+)$')
+    if l then
+      limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g) }
+    else
+      limitCount = tonumber(spec)
+    end
+  end
+  local rules = { block = block }
   for l = 1, limitCount do
     rules[l] = { number(ARGV[at - 2 + 3 * l]), number(ARGV[at - 1 + 3 * l]), number(ARGV[at + 3 * l]) }
   end

@@ -254,7 +254,7 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     ); // the refusal wrote nothing
   });
 
-  it('reset deletes exactly the keys of that policy and those caller keys, in one script run', async () => {
+  it('reset deletes exactly the keys of that policy and those caller keys (lockouts too), in one script run', async () => {
     const store = new RedisStore({ client, prefix: 'reset:' });
     const limiter = new Limiter(store, {
       name: 'p',
@@ -267,8 +267,13 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     await limiter.reset(['warm']); // library loaded
     const { commands, runs } = await watch(() => limiter.reset(['a', 'b']));
     expect(commands).toEqual(['fcall']);
-    expect(runs[0]!.declared).toEqual(storageKeysWithLedgers('reset:', ['a', 'b'], 'p', 2));
+    expect(runs[0]!.declared).toEqual(storageKeysWithLedgers('reset:', ['a', 'b'], 'p', 2, true));
     const deleted = runs[0]!.touched.filter((t) => t.command === 'del').flatMap((t) => t.keys);
-    expect(deleted).toEqual(storageKeys('reset:', ['a', 'b'], 'p', 2));
+    expect(deleted).toEqual([
+      ...storageKeys('reset:', ['a'], 'p', 2),
+      'reset:{a}:p:b',
+      ...storageKeys('reset:', ['b'], 'p', 2),
+      'reset:{b}:p:b',
+    ]);
   });
 });

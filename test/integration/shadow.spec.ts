@@ -1,0 +1,169 @@
+import {
+  type Decision,
+  type DecisionEvent,
+  DecisionEvents,
+  Limiter,
+  MemoryStore,
+  type PolicyOptions,
+  type Store,
+} from '../../lib';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('shadow');
+
+const account: PolicyOptions = {
+  name: 'account',
+  algorithm: 'sliding-window',
+  limit: 2,
+  window: '1m',
+  shadow: true,
+};
+
+describe.each(stores)('$name store: shadow mode', (backend) => {
+  let clock: TestClock;
+  let store: Store;
+  beforeEach(() => {
+    clock = new TestClock();
+    store = backend.store(clock);
+  });
+
+  it('a refusal is let through as shadowRefused, and spends nothing', async () => {
+    const reported: Decision[] = [];
+    const limiter = new Limiter(store, account, { onShadowRefusal: (d) => reported.push(d) });
+    await limiter.consume('email:a');
+    await limiter.consume('email:a');
+    const third = await limiter.consume('email:a');
+    expect(third).toMatchObject({
+      allowed: true,
+      shadowRefused: true,
+      retryAfterMs: 0,
+      remaining: 0,
+    });
+    expect(third.blockedBy?.key).toBe('email:a');
+    expect(third.receipt.spent).toBe(false);
+    expect(reported).toEqual([third]);
+    // Two spends, not three: 90 s on, the previous window weighs half (1 unit), so one more fits
+    // (with three spent, 1.5 would weigh and it would not).
+    clock.advance(90_000);
+    const later = await limiter.peek('email:a');
+    expect(later.allowed).toBe(true);
+    expect(later.shadowRefused).toBeUndefined();
+    const allowed = await limiter.consume('email:a');
+    expect(allowed.shadowRefused).toBeUndefined();
+    expect(allowed.receipt.spent).toBe(true);
+  });
+
+  it('attempt() runs the body when only a shadow policy refused', async () => {
+    const limiter = new Limiter(store, { ...account, limit: 1 }, { onShadowRefusal: () => {} });
+    await limiter.consume('email:a');
+    await expect(
+      limiter.attempt('email:a', (attempt) => Promise.resolve(attempt.decision.shadowRefused)),
+    ).resolves.toBe(true);
+  });
+
+  it('reports shadow-refused to decision events, for consumes and peeks', async () => {
+    const events = new DecisionEvents();
+    const seen: DecisionEvent[] = [];
+    events.on((e) => seen.push(e));
+    const limiter = new Limiter(
+      store,
+      { ...account, limit: 1 },
+      { events, onShadowRefusal: () => {} },
+    );
+    await limiter.consume('email:a');
+    await limiter.consume('email:a');
+    await limiter.peek('email:a');
+    expect(seen.map((e) => `${e.operation}:${e.outcome}`)).toEqual([
+      'consume:allowed',
+      'consume:shadow-refused',
+      'peek:shadow-refused',
+    ]);
+  });
+
+  it('with block: the lockout is written, and reported as shadow refusals', async () => {
+    const limiter = new Limiter(
+      store,
+      { ...account, limit: 1, block: { duration: '5m' } },
+      { onShadowRefusal: () => {} },
+    );
+    await limiter.consume('email:a');
+    const refused = await limiter.consume('email:a');
+    expect(refused).toMatchObject({
+      allowed: true,
+      shadowRefused: true,
+      blockedUntil: clock.now + 300_000,
+    });
+    clock.advance(120_000); // the budget is back, the lockout is not
+    expect(await limiter.consume('email:a')).toMatchObject({ allowed: true, shadowRefused: true });
+  });
+
+  describe('in a stack (consumeAll)', () => {
+    const perIp: PolicyOptions = { name: 'ip', algorithm: 'fixed-window', limit: 3, window: '1h' };
+
+    it('only a shadow part refuses: the other parts are decided and spent without it', async () => {
+      const ip = new Limiter(store, perIp);
+      const acct = new Limiter(store, account, { onShadowRefusal: () => {} });
+      const call = () =>
+        Limiter.consumeAll([
+          { limiter: ip, keys: 'ip:1' },
+          { limiter: acct, keys: 'email:a' },
+        ]);
+      await call();
+      await call();
+      const third = await call();
+      expect(third.allowed).toBe(true);
+      expect(third.refusedBy).toBeUndefined();
+      expect(third.decisions[0]!).toMatchObject({ allowed: true, remaining: 0 });
+      expect(third.decisions[0]!.receipt.spent).toBe(true);
+      expect(third.decisions[1]!).toMatchObject({ allowed: true, shadowRefused: true });
+      expect(third.decisions[1]!.receipt.spent).toBe(false);
+      expect((await ip.peek('ip:1')).allowed).toBe(false); // 3 of 3 spent
+
+      const fourth = await call(); // now the enforced part refuses too
+      expect(fourth.allowed).toBe(false);
+      expect(fourth.refusedBy?.policy).toBe('ip');
+      expect(fourth.decisions[1]!).toMatchObject({ allowed: false, shadowRefused: true });
+    });
+
+    it('an enforced part refusing refuses the stack, whatever the shadow parts say', async () => {
+      const ip = new Limiter(store, { ...perIp, limit: 1 });
+      const acct = new Limiter(store, account, { onShadowRefusal: () => {} });
+      const call = () =>
+        Limiter.consumeAll([
+          { limiter: ip, keys: 'ip:1' },
+          { limiter: acct, keys: 'email:a' },
+        ]);
+      await call();
+      const second = await call();
+      expect(second.allowed).toBe(false);
+      expect(second.refusedBy?.policy).toBe('ip');
+      expect(second.decisions[1]!.shadowRefused).toBeUndefined();
+      expect((await acct.peek('email:a')).remaining).toBe(0); // 1 spent, the peek's 1 more fits
+    });
+  });
+});
+
+describe('shadow mode: reporting and validation', () => {
+  it('warns at most once per limiter every 10 s by default, with the count', async () => {
+    const warnings: string[] = [];
+    const spy = jest
+      .spyOn(process, 'emitWarning')
+      .mockImplementation((warning: string | Error) => void warnings.push(String(warning)));
+    try {
+      const limiter = new Limiter(new MemoryStore(), { ...account, limit: 1 });
+      for (let i = 0; i < 5; i++) await limiter.consume('email:a');
+      expect(warnings).toEqual([
+        "redlimit: policy 'account' is in shadow mode and let through 1 refusal since its last report",
+      ]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('shadow must be a boolean', () => {
+    expect(
+      () =>
+        new Limiter(new MemoryStore(), { ...account, shadow: 'yes' } as unknown as PolicyOptions),
+    ).toThrow(/policy\.shadow must be true or false; got "yes"/);
+  });
+});
