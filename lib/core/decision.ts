@@ -109,6 +109,11 @@ export interface Decision {
    * refused. Absent otherwise.
    */
   readonly shadowRefused?: true;
+  /**
+   * True when the store answered from its refusal cache (`RedisStore({ refusalCache })`): the
+   * same call was refused moments ago and its wait has not passed, so no round trip was made.
+   */
+  readonly cached?: true;
 }
 
 /**

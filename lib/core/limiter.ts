@@ -572,6 +572,7 @@ export class Limiter {
     if (!result.allowed && result.blockedUntil !== undefined) {
       decision.blockedUntil = result.blockedUntil;
     }
+    if (result.cached) decision.cached = true;
 
     // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
     if (

@@ -54,6 +54,8 @@ export interface SpendResult {
    * that hold the call back, including one this refusal started.
    */
   readonly blockedUntil?: number;
+  /** Set when the answer is a refusal the store remembered, given without asking its backend. */
+  readonly cached?: true;
 }
 
 /**

@@ -2,3 +2,4 @@ export * from './memory.store';
 export * from './redis.store';
 export * from './storage-key.util';
 export * from './store.interface';
+export * from './refusal-cache';

@@ -5,6 +5,7 @@ import { batchCall, type QueuedDecision } from './batch-args.util';
 import { ClockOffset } from './clock-offset';
 import { Coalescer } from './coalescer';
 import { MemoryStore } from './memory.store';
+import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
@@ -68,9 +69,24 @@ export interface RedisStoreOptions {
    * their writes).
    */
   readonly coalesce?: boolean;
+  /**
+   * Remembers refusals in this process (see {@link RefusalCache}): a consume refused with a wait
+   * (out of budget, or locked out) is refused again without a round trip, with
+   * `decision.cached: true`, for the same policy, keys and cost until the wait has passed. It only
+   * refuses, never admits. `true` keeps at most 10 000 refusals; `{ maxKeys }` sets the bound.
+   * Inexact in one way: a refund or reset made by another process is not seen until the wait
+   * passes (those made through this store are). Default: off.
+   */
+  readonly refusalCache?: boolean | RefusalCacheOptions;
 }
 
-const OPTIONS: ReadonlySet<string> = new Set(['client', 'prefix', 'clock', 'coalesce']);
+const OPTIONS: ReadonlySet<string> = new Set([
+  'client',
+  'prefix',
+  'clock',
+  'coalesce',
+  'refusalCache',
+]);
 
 /**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
@@ -109,6 +125,8 @@ export class RedisStore implements Store {
   private readonly coalesce: boolean;
   /** Decisions queued per slot while a run is in flight there (see {@link Coalescer}). */
   private readonly batches = new Coalescer<QueuedDecision>((batch) => this.send(batch));
+  /** Refusals remembered in this process (option `refusalCache`), or undefined when off. */
+  private readonly refusals?: RefusalCache;
   /** Cluster: issue order per slot (see {@link SlotTurns}). */
   private readonly slotTurns = new SlotTurns();
 
@@ -143,9 +161,25 @@ export class RedisStore implements Store {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }
     this.coalesce = options.coalesce !== false;
+    const { refusalCache } = options;
+    if (refusalCache !== undefined && refusalCache !== false) {
+      this.refusals = new RefusalCache(refusalCache, options.clock ?? monotonicNow);
+    }
   }
 
   consume(request: SpendRequest): Promise<SpendResult> {
+    const { refusals } = this;
+    if (refusals === undefined) return this.spend(request);
+    const remembered = refusals.consume(request);
+    if (remembered !== undefined) return Promise.resolve(remembered);
+    const issuedAt = refusals.now();
+    return this.spend(request).then((result) => {
+      refusals.rememberConsume(request, result, issuedAt);
+      return result;
+    });
+  }
+
+  private spend(request: SpendRequest): Promise<SpendResult> {
     // The common case first, without a closure: nothing held, one node.
     if (!this.cluster && this.canSend(request.deadlineAt)) {
       return this.enqueue(request, true, nextSpendId());
@@ -176,7 +210,17 @@ export class RedisStore implements Store {
   }
 
   consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
-    return this.inOrder(earliest(requests), () => this.spendStack(requests));
+    const { refusals } = this;
+    if (refusals === undefined) {
+      return this.inOrder(earliest(requests), () => this.spendStack(requests));
+    }
+    const remembered = refusals.consumeStack(requests);
+    if (remembered !== undefined) return Promise.resolve(remembered);
+    const issuedAt = refusals.now();
+    return this.inOrder(earliest(requests), () => this.spendStack(requests)).then((result) => {
+      refusals.rememberStack(requests, result, issuedAt);
+      return result;
+    });
   }
 
   peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
@@ -184,6 +228,7 @@ export class RedisStore implements Store {
   }
 
   refund(request: RefundRequest): Promise<void> {
+    this.refusals?.forget(request.policy, request.keys);
     return this.inOrder(undefined, async () => {
       const groups = this.slotGroups(request);
       await this.whenSlotsFree(groups, () =>
@@ -204,6 +249,7 @@ export class RedisStore implements Store {
   }
 
   reset(request: ResetRequest): Promise<void> {
+    this.refusals?.forget(request.policy, request.keys);
     return this.inOrder(undefined, async () => {
       const lifetime = stateLifetimeMs(request.algorithm, request.limits);
       const groups = this.slotGroups(request);

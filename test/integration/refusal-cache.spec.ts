@@ -1,0 +1,184 @@
+import Redis from 'ioredis';
+import { Limiter, type PolicyOptions, RedisStore } from '../../lib';
+import { backends, TestClock } from '../support/backends';
+import { startRedisServer, type StartedRedisServer, uniquePrefix } from '../support/redis';
+
+const redisBackends = backends('refusal-cache').filter((b) => b.name !== 'memory');
+
+const otp: PolicyOptions = { name: 'otp', algorithm: 'fixed-window', limit: 2, window: '1m' };
+
+describe.each(redisBackends)('$name store: refusal cache', (backend) => {
+  let clock: TestClock;
+  let prefix: string;
+  const store = (options: { refusalCache?: true | { maxKeys: number } } = { refusalCache: true }) =>
+    new RedisStore({ client: backend.client!, prefix, clock: clock.read, ...options });
+  beforeEach(() => {
+    clock = new TestClock();
+    prefix = uniquePrefix('refusal-cache');
+  });
+
+  async function exhaust(limiter: Limiter, key: string | string[]) {
+    for (let i = 0; i < 2; i++) expect((await limiter.consume(key)).allowed).toBe(true);
+    const refused = await limiter.consume(key);
+    expect(refused.allowed).toBe(false);
+    expect(refused.cached).toBeUndefined();
+    return refused;
+  }
+
+  it('refuses the same call again from memory, its wait counted down, until the wait has passed', async () => {
+    const limiter = new Limiter(store(), otp);
+    const refused = await exhaust(limiter, 'phone:1');
+    expect(refused.retryAfterMs).toBe(60_000);
+    clock.advance(15_000);
+    const again = await limiter.consume('phone:1');
+    expect(again).toMatchObject({ allowed: false, cached: true, retryAfterMs: 45_000 });
+    expect(again.blockedBy?.key).toBe('phone:1');
+    clock.advance(44_999);
+    expect(await limiter.consume('phone:1')).toMatchObject({ cached: true, retryAfterMs: 1 });
+    clock.advance(1);
+    const allowed = await limiter.consume('phone:1');
+    expect(allowed.allowed).toBe(true);
+    expect(allowed.cached).toBeUndefined();
+  });
+
+  it('only the same policy, keys and cost are answered from memory; peeks never', async () => {
+    const limiter = new Limiter(store(), { ...otp, limit: 3 });
+    await limiter.consume('phone:1');
+    await limiter.consume('phone:1', { cost: 2 });
+    expect((await limiter.consume('phone:1', { cost: 2 })).allowed).toBe(false);
+    expect((await limiter.consume('phone:1', { cost: 2 })).cached).toBe(true);
+    expect((await limiter.consume('phone:1')).cached).toBeUndefined(); // cost 1: asks Redis
+    expect((await limiter.peek('phone:1', { cost: 2 })).cached).toBeUndefined();
+    expect((await limiter.consume(['phone:1', 'ip:1'], { cost: 2 })).cached).toBeUndefined();
+    const other = new Limiter(limiter.store, { ...otp, name: 'otp-2', limit: 3 });
+    expect((await other.consume('phone:1', { cost: 2 })).allowed).toBe(true);
+  });
+
+  it('a refund or reset through this store forgets the refusals of its keys at once', async () => {
+    const limiter = new Limiter(store(), otp);
+    const first = await limiter.consume('phone:1');
+    await limiter.consume('phone:1');
+    await limiter.consume('phone:1');
+    expect((await limiter.consume('phone:1')).cached).toBe(true);
+    await limiter.refund(first);
+    expect((await limiter.consume('phone:1')).allowed).toBe(true);
+    expect((await limiter.consume('phone:1')).allowed).toBe(false);
+    expect((await limiter.consume('phone:1')).cached).toBe(true);
+    await limiter.reset('phone:1');
+    expect((await limiter.consume('phone:1')).allowed).toBe(true);
+  });
+
+  it('a refund made through another store is not seen until the wait passes (documented)', async () => {
+    const cached = new Limiter(store(), otp);
+    const elsewhere = new Limiter(store({}), otp);
+    const first = await elsewhere.consume('phone:1');
+    await cached.consume('phone:1');
+    await cached.consume('phone:1');
+    await elsewhere.refund(first);
+    expect(await cached.consume('phone:1')).toMatchObject({ allowed: false, cached: true });
+    expect((await elsewhere.consume('phone:1')).allowed).toBe(true);
+  });
+
+  it('keeps at most maxKeys refusals, the least recently refused forgotten first', async () => {
+    const limiter = new Limiter(store({ refusalCache: { maxKeys: 2 } }), { ...otp, limit: 1 });
+    for (const key of ['a', 'b', 'c']) {
+      await limiter.consume(key);
+      await limiter.consume(key);
+    }
+    expect((await limiter.consume('a')).cached).toBeUndefined(); // forgotten: asks Redis
+    expect((await limiter.consume('c')).cached).toBe(true);
+  });
+
+  it('a locked-out key is refused from memory until its lockout ends', async () => {
+    const limiter = new Limiter(store(), { ...otp, block: { duration: '10m' } });
+    const refused = await exhaust(limiter, 'phone:1');
+    expect(refused.blockedUntil).toBe(clock.now + 600_000);
+    clock.advance(300_000);
+    expect(await limiter.consume('phone:1')).toMatchObject({
+      cached: true,
+      retryAfterMs: 300_000,
+      blockedUntil: refused.blockedUntil,
+    });
+  });
+
+  it('a refused stack is refused again from memory', async () => {
+    const s = store();
+    const ip = new Limiter(s, { ...otp, name: 'ip', limit: 5 });
+    const phone = new Limiter(s, otp);
+    const call = () =>
+      Limiter.consumeAll([
+        { limiter: ip, keys: 'ip:1' },
+        { limiter: phone, keys: 'phone:1' },
+      ]);
+    await call();
+    await call();
+    expect((await call()).decisions.map((d) => d.cached)).toEqual([undefined, undefined]);
+    const again = await call();
+    expect(again.allowed).toBe(false);
+    expect(again.refusedBy?.policy).toBe('otp');
+    expect(again.decisions.map((d) => d.cached)).toEqual([true, true]);
+    expect((await ip.peek('ip:1')).remaining).toBe(2);
+  });
+});
+
+describe('refusal cache: no round trip, and options', () => {
+  let server: StartedRedisServer;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    client = new Redis(server.url);
+  });
+  afterAll(async () => {
+    await client.quit();
+    await server.stop();
+  });
+
+  /** Script runs Redis counted so far (INFO commandstats: FCALL and EVALSHA). */
+  async function scriptCalls(): Promise<number> {
+    const info = await client.info('commandstats');
+    let calls = 0;
+    for (const match of info.matchAll(/cmdstat_(?:fcall|evalsha|eval):calls=(\d+)/g)) {
+      calls += Number(match[1]);
+    }
+    return calls;
+  }
+
+  it('Redis sees no command for calls answered from memory', async () => {
+    const limiter = new Limiter(new RedisStore({ client, refusalCache: true }), {
+      ...otp,
+      limit: 1,
+    });
+    await limiter.consume('phone:1');
+    await limiter.consume('phone:1');
+    const before = await scriptCalls();
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, () => limiter.consume('phone:1')),
+    );
+    expect(answers.every((d) => d.cached === true && !d.allowed)).toBe(true);
+    expect(await scriptCalls()).toBe(before);
+  });
+
+  it.each([
+    ['yes', /options\.refusalCache must be true or \{ maxKeys \}/],
+    [{ maxKeys: 0 }, /options\.refusalCache\.maxKeys must be a whole number of at least 1; got 0/],
+    [{ max: 5 }, /options\.refusalCache\.max is not an option/],
+  ])('refusalCache %j is refused, naming it', (refusalCache, message) => {
+    expect(
+      () =>
+        new RedisStore({
+          client,
+          refusalCache: refusalCache as unknown as true,
+        }),
+    ).toThrow(message);
+  });
+
+  it('refusalCache: false is off', async () => {
+    const limiter = new Limiter(new RedisStore({ client, refusalCache: false, prefix: 'off:' }), {
+      ...otp,
+      limit: 1,
+    });
+    await limiter.consume('phone:1');
+    await limiter.consume('phone:1');
+    expect((await limiter.consume('phone:1')).cached).toBeUndefined();
+  });
+});
