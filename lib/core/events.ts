@@ -58,6 +58,10 @@ export interface DecisionEvent {
   readonly warning?: boolean;
   /** True for a part of a stacked decision (`Limiter.consumeAll`). */
   readonly stacked?: boolean;
+  /** True when the store answered from its refusal cache, without a round trip. */
+  readonly cached?: boolean;
+  /** For a lockout (outcome `blocked`, or `shadow-refused` by one): when it ends (store clock). */
+  readonly blockedUntil?: number;
   /** Each caller key as the first 16 hex digits of its SHA-256: to correlate, never to read. */
   readonly keyHashes: readonly string[];
 }
@@ -145,6 +149,8 @@ export function decisionEvent(
       ...(failure && { failure: failure.reason }),
       ...(decision.warning && { warning: true }),
       ...(stacked && { stacked: true }),
+      ...(decision.cached && { cached: true }),
+      ...(decision.blockedUntil !== undefined && { blockedUntil: decision.blockedUntil }),
     },
     decision.receipt.keys,
   );

@@ -37,6 +37,10 @@ export class LimiterRegistry {
   private readonly inline = new WeakMap<PolicyOptions, Limiter>();
   private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
   private readonly lastFailureLogAt = new Map<string, number>();
+  /** Per policy in shadow mode: when its last line was logged, and refusals let through since. */
+  private readonly shadowReports = new Map<string, { at: number; count: number }>();
+  /** The module's `shadow`: every policy that does not set its own is in shadow mode. */
+  private readonly shadow: boolean;
   private readonly limiterOptions: LimiterOptions;
   /** The module's `defaultPolicy`, if any. */
   readonly defaultPolicy: string | undefined;
@@ -59,7 +63,14 @@ export class LimiterRegistry {
       onStoreFailure:
         options.onStoreFailure ?? ((failure, policy) => this.logFailure(failure, policy)),
       onSettleError: (error, decision) => this.logSettleError(error, decision),
+      onShadowRefusal: (decision) => this.logShadowRefusal(decision),
     };
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw new TypeError(
+        `RedlimitModule shadow must be true or false; got ${JSON.stringify(options.shadow)}`,
+      );
+    }
+    this.shadow = options.shadow === true;
     for (const [name, definition] of Object.entries(options.policies ?? {})) {
       this.register({ ...definition, name });
     }
@@ -106,7 +117,12 @@ export class LimiterRegistry {
    * @throws RangeError when another policy already has that name (they would share stored state)
    * @throws TypeError / RangeError from the core when the policy is invalid
    */
-  register(policy: PolicyOptions): Limiter {
+  register(definition: PolicyOptions): Limiter {
+    // The module's shadow mode covers every policy that does not say otherwise.
+    const policy =
+      this.shadow && definition?.shadow === undefined
+        ? { ...definition, shadow: true }
+        : definition;
     const resolved = resolvePolicy(policy);
     const existing = this.limiters.get(resolved.name);
     if (existing) {
@@ -187,6 +203,21 @@ export class LimiterRegistry {
     this.logger.warn(
       `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`,
     );
+  }
+
+  /** A policy in shadow mode let a refusal through: one log line per policy every 10 s at most. */
+  private logShadowRefusal(decision: Decision): void {
+    const now = performance.now();
+    const last = this.shadowReports.get(decision.policy);
+    if (last === undefined || now - last.at >= 10_000) {
+      const count = (last?.count ?? 0) + 1;
+      this.shadowReports.set(decision.policy, { at: now, count: 0 });
+      this.logger.warn(
+        `Policy '${decision.policy}' is in shadow mode: let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
+      );
+    } else {
+      last.count += 1;
+    }
   }
 
   private logSettleError(error: unknown, decision: Decision): void {

@@ -35,6 +35,8 @@ export type EnvSource =
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
  * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
  * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
+ * | `REDLIMIT_SHADOW` | `true` or `false`: shadow mode for every policy that sets none |
+ * | `REDLIMIT_REFUSAL_CACHE` | `true`, `false`, or the most refusals kept (whole number ≥ 1) |
  *
  * @example
  * RedlimitModule.forRootAsync({
@@ -168,7 +170,33 @@ export function redlimitOptionsFromEnv(
   if (denyIps !== undefined) {
     options.deny = { ...defaults.deny, ips: ipEntries('REDLIMIT_DENY_IPS', denyIps, 'deny.ips') };
   }
+  const shadow = read('REDLIMIT_SHADOW');
+  if (shadow !== undefined) options.shadow = flag('REDLIMIT_SHADOW', shadow);
+  const refusalCache = read('REDLIMIT_REFUSAL_CACHE');
+  if (refusalCache !== undefined) {
+    if (/^\d+$/.test(refusalCache)) {
+      const maxKeys = Number(refusalCache);
+      if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+        throw new RedlimitConfigError(
+          'REDLIMIT_REFUSAL_CACHE',
+          refusalCache,
+          'expected true, false or a whole number of at least 1',
+        );
+      }
+      options.refusalCache = { maxKeys };
+    } else {
+      options.refusalCache = flag('REDLIMIT_REFUSAL_CACHE', refusalCache);
+    }
+  }
   return options;
+}
+
+/** `true` or `false` (any case). */
+function flag(variable: string, value: string): boolean {
+  const lower = value.toLowerCase();
+  if (lower === 'true') return true;
+  if (lower === 'false') return false;
+  throw new RedlimitConfigError(variable, value, 'expected true or false');
 }
 
 /** A comma-separated list of addresses, ranges and names, each checked. */

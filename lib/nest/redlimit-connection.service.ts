@@ -46,6 +46,8 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'allow',
   'deny',
   'skipIf',
+  'shadow',
+  'refusalCache',
 ]);
 
 export class RedlimitConnection implements OnApplicationShutdown {
@@ -85,12 +87,19 @@ export class RedlimitConnection implements OnApplicationShutdown {
       const store = new RedisStore({
         client,
         ...(options.prefix !== undefined && { prefix: options.prefix }),
+        ...(options.refusalCache !== undefined && { refusalCache: options.refusalCache }),
       });
       logger.log(
         `Rate limits are kept in Redis at ${describeRedis(options.redis, client)}, ` +
           `prefix '${options.prefix ?? DEFAULT_PREFIX}'`,
       );
       return new RedlimitConnection(store, 'redis', client, owned, timeoutMs);
+    }
+    if (options.refusalCache !== undefined && options.refusalCache !== false) {
+      logger.warn(
+        'refusalCache applies to the Redis store built from `redis`; it is ignored for ' +
+          (options.store !== undefined ? 'the store given in options' : 'the in-memory store'),
+      );
     }
     if (options.store !== undefined) {
       const store = options.store;

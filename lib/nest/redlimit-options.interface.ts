@@ -6,6 +6,7 @@ import type { FailMode, PolicyOptions } from '../core/policy';
 import type { OpenTelemetryMetricsOptions } from '../metrics/opentelemetry.metrics';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus.metrics';
 import type { RedisClient } from '../stores/redis.store';
+import type { RefusalCacheOptions } from '../stores/refusal-cache';
 import type { Store } from '../stores/store.interface';
 
 /**
@@ -209,6 +210,20 @@ export interface RedlimitModuleOptions {
    * skipIf: (ctx) => ctx.switchToHttp().getRequest<{ user?: { role?: string } }>().user?.role === 'admin',
    */
   readonly skipIf?: (context: ExecutionContext) => boolean | Promise<boolean>;
+  /**
+   * Shadow mode for every policy that does not set `shadow` itself: refusals are let through
+   * (no 429), marked `decision.shadowRefused`, counted as `shadow-refused` by decision events and
+   * metrics, and logged at most once per policy every 10 s. To roll out a new limit: ship it in
+   * shadow, watch the metric, then enforce. Default `false`.
+   */
+  readonly shadow?: boolean;
+  /**
+   * The Redis store's refusal cache (see `RedisStoreOptions.refusalCache`): a caller refused with
+   * a wait (out of budget, or locked out) is refused again in process, without a round trip, until
+   * the wait has passed. `true` keeps at most 10 000 refusals; `{ maxKeys }` sets the bound.
+   * Applies to the store built from `redis` (the in-memory store needs none). Default off.
+   */
+  readonly refusalCache?: boolean | RefusalCacheOptions;
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

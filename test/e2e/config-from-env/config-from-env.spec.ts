@@ -107,6 +107,21 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     });
   });
 
+  it('reads shadow mode and the refusal cache', () => {
+    expect(
+      redlimitOptionsFromEnv({ REDLIMIT_SHADOW: 'TRUE', REDLIMIT_REFUSAL_CACHE: 'true' }),
+    ).toEqual({ shadow: true, refusalCache: true });
+    expect(
+      redlimitOptionsFromEnv({ REDLIMIT_SHADOW: 'false', REDLIMIT_REFUSAL_CACHE: '5000' }),
+    ).toEqual({ shadow: false, refusalCache: { maxKeys: 5000 } });
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_SHADOW: 'yes' })).toThrow(
+      /^REDLIMIT_SHADOW="yes" is invalid: expected true or false/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_REFUSAL_CACHE: '0' })).toThrow(
+      /^REDLIMIT_REFUSAL_CACHE="0" is invalid: expected true, false or a whole number of at least 1/,
+    );
+  });
+
   it('names the variable in every error, and never shows a secret', () => {
     expect(() => redlimitOptionsFromEnv({ REDLIMIT_DEFAULT_POLICY: 'x' })).toThrow(
       /^REDLIMIT_DEFAULT_POLICY="x" is invalid: no such policy/,
