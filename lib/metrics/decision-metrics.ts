@@ -41,7 +41,9 @@ export interface DecisionMetricsRecorder {
 /**
  * A decision listener that turns events into the metrics redlimit defines, the same way for every
  * backend (Prometheus, OpenTelemetry, or a recorder of your own):
- * - every event's latency goes to `duration`, labelled with its operation;
+ * - every event's latency goes to `duration`, labelled with its operation, except for calls the
+ *   store was not asked about (outcomes `skipped` and `denied`, and refusals answered from the
+ *   refusal cache), which would drag the store's latency towards 0;
  * - consumes and refunds count as decisions; peeks do not (a peek that would be refused is not a
  *   refusal), so decision counts are what callers were actually told;
  * - events with a store failure (failed-open, failed-closed, and memory-fallback decisions) count
@@ -56,8 +58,11 @@ export interface DecisionMetricsRecorder {
 export function decisionMetricsListener(recorder: DecisionMetricsRecorder): DecisionListener {
   return (event: DecisionEvent) => {
     const { policy, operation } = event;
-    recorder.duration(policy, operation, event.latencyMs / 1000);
-    if (operation !== 'peek') recorder.decision(policy, event.outcome);
+    const { outcome } = event;
+    if (outcome !== 'skipped' && outcome !== 'denied' && event.cached !== true) {
+      recorder.duration(policy, operation, event.latencyMs / 1000);
+    }
+    if (operation !== 'peek') recorder.decision(policy, outcome);
     if (event.failure) recorder.storeError(policy, event.failure);
     if (event.warning === true && operation === 'consume') recorder.softLimitWarning(policy);
   };

@@ -33,9 +33,10 @@ const METRIC_PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
  * this call):
  *
  * - `redlimit_decisions_total{policy,outcome}`: consumes and refunds by outcome (`allowed`,
- *   `refused`, `failed-open`, `failed-closed`, `refunded`); peeks are not decisions;
+ *   `refused`, `refused-elsewhere`, `blocked`, `shadow-refused`, `skipped`, `denied`,
+ *   `failed-open`, `failed-closed`, `refunded`); peeks are not decisions;
  * - `redlimit_decision_duration_seconds{policy,operation}`: time on the store of every consume,
- *   peek and refund;
+ *   peek and refund the store was asked about (not `skipped`, `denied` or refusal-cache answers);
  * - `redlimit_store_errors_total{policy,reason}`: store failures (`timeout`, `error`) the fail
  *   mode absorbed;
  * - `redlimit_soft_limit_warnings_total{policy}`: consumes allowed past the policy's `warnAt`.

@@ -117,6 +117,27 @@ describe.each([prometheusBackend(), openTelemetryBackend()])('$name metrics', (b
     expect((await backend.read()).softLimitWarnings('api')).toBe(3);
   });
 
+  it('counts lockouts, shadow refusals and cached refusals; cached ones are not timed', async () => {
+    const { events } = setup(backend);
+    const store = new RedisStore({ client, prefix: uniquePrefix('metrics'), refusalCache: true });
+    const locking = new Limiter(
+      store,
+      { ...login, name: 'locking', limit: 1, block: { duration: '1m' } },
+      { events },
+    );
+    const shadow = new Limiter(
+      store,
+      { ...login, name: 'shadow', limit: 1, shadow: true },
+      { events, onShadowRefusal: () => {} },
+    );
+    for (let i = 0; i < 3; i++) await locking.consume('k'); // allowed, blocked, blocked (cached)
+    for (let i = 0; i < 2; i++) await shadow.consume('k'); // allowed, shadow-refused
+    const metrics = await backend.read();
+    expect(metrics.decisions('locking')).toEqual({ allowed: 1, blocked: 2 });
+    expect(metrics.durations('locking')).toEqual({ consume: 2 });
+    expect(metrics.decisions('shadow')).toEqual({ allowed: 1, 'shadow-refused': 1 });
+  });
+
   it('stops recording once disposed', async () => {
     const { events, dispose, store } = setup(backend);
     const limiter = new Limiter(store, login, { events });
