@@ -1,0 +1,112 @@
+import fc from 'fast-check';
+import { ALGORITHMS, type BlockOptions, type Decision, Limiter } from '../../lib';
+import { backends, TestClock } from '../support/backends';
+import { limitsFor } from '../support/limits.arbitrary';
+
+const stores = backends('lockouts-property');
+const KEYS = ['a', 'b', 'c'];
+const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
+
+type Command =
+  | { kind: 'consume' | 'peek'; keys: string[]; cost: number }
+  | { kind: 'refund'; pick: number }
+  | { kind: 'reset'; key: string }
+  | { kind: 'advance'; ms: number }
+  | { kind: 'to-lockout-end'; before: boolean };
+
+const command: fc.Arbitrary<Command> = fc.oneof(
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constantFrom('consume' as const, 'consume' as const, 'peek' as const),
+      keys: fc.subarray(KEYS, { minLength: 1, maxLength: 2 }),
+      cost: fc.integer({ min: 1, max: 2 }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('refund' as const), pick: fc.nat() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('reset' as const), key: fc.constantFrom(...KEYS) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('advance' as const),
+      ms: fc.oneof(fc.integer({ min: 1, max: 400 }), fc.integer({ min: 400, max: 4_000 })),
+    }),
+  },
+  // The boundary instants: a lockout's last millisecond, and its end.
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('to-lockout-end' as const), before: fc.boolean() }),
+  },
+);
+
+const block: fc.Arbitrary<BlockOptions> = fc.record({
+  duration: fc.integer({ min: 50, max: 2_000 }),
+  factor: fc.constantFrom(1, 1.5, 2, 3),
+  max: fc.integer({ min: 2_000, max: 6_000 }),
+  forgetAfter: fc.integer({ min: 100, max: 5_000 }),
+});
+
+const view = (d: Decision) => ({
+  allowed: d.allowed,
+  remaining: d.remaining,
+  retryAfterMs: d.retryAfterMs,
+  resetAfterMs: d.resetAfterMs,
+  blockedUntil: d.blockedUntil,
+  blockedBy: d.blockedBy?.key,
+  limit: d.limit,
+});
+
+describe.each(ALGORITHMS)('%s with block: every store decides alike', (algorithm) => {
+  it('on random sequences of consume / peek / refund / reset / clock advance', async () => {
+    const property = fc.asyncProperty(
+      limitsFor(algorithm),
+      block,
+      fc.array(command, { minLength: 5, maxLength: 40 }),
+      async (limits, lockout, commands) => {
+        const clock = new TestClock();
+        clock.advance(123);
+        const policy = { name: 'locks', algorithm, limits, block: lockout };
+        const limiters = stores.map((backend) => new Limiter(backend.store(clock), policy));
+        const spent: Decision[][] = [];
+        let lockoutEnd = 0;
+        for (const cmd of commands) {
+          if (cmd.kind === 'advance') {
+            clock.advance(cmd.ms);
+          } else if (cmd.kind === 'to-lockout-end') {
+            const to = lockoutEnd - (cmd.before ? 1 : 0);
+            if (to > clock.now) clock.now = to;
+          } else if (cmd.kind === 'refund') {
+            const target = spent[cmd.pick % Math.max(1, spent.length)];
+            if (!target) continue;
+            for (const [i, limiter] of limiters.entries()) await limiter.refund(target[i]!);
+          } else if (cmd.kind === 'reset') {
+            for (const limiter of limiters) await limiter.reset(cmd.key);
+          } else {
+            const cost = Math.min(cmd.cost, limiters[0]!.policy.maxCost);
+            const decisions: Decision[] = [];
+            for (const limiter of limiters) {
+              decisions.push(
+                cmd.kind === 'consume'
+                  ? await limiter.consume(cmd.keys, { cost })
+                  : await limiter.peek(cmd.keys, { cost }),
+              );
+            }
+            const first = { ...view(decisions[0]!), store: stores[0]!.name };
+            decisions.forEach((decision, i) => {
+              expect({ ...view(decision), store: stores[i]!.name }).toEqual({
+                ...first,
+                store: stores[i]!.name,
+              });
+            });
+            if (decisions[0]!.blockedUntil !== undefined) lockoutEnd = decisions[0]!.blockedUntil;
+            if (cmd.kind === 'consume' && decisions[0]!.allowed) spent.push(decisions);
+          }
+        }
+      },
+    );
+    await fc.assert(property, { numRuns: RUNS });
+  }, 120_000);
+});
