@@ -10,6 +10,21 @@ import {
   Throttle,
 } from '../../../lib/nest';
 
+/**
+ * The policies of every abuse-controls fixture (HTTP, GraphQL, WebSocket, RPC): `login` locks a
+ * caller out for 5 min after its 2 per minute, `canary` and `otp` allow 1 per minute in shadow.
+ */
+export const ABUSE_POLICIES = {
+  login: {
+    algorithm: 'fixed-window',
+    limit: 2,
+    window: '1m',
+    block: { duration: '5m', factor: 2 },
+  },
+  canary: { algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
+  otp: { algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
+} satisfies RedlimitModuleOptions['policies'];
+
 export function abuseControlsApp(
   client: Redis,
   prefix: string,
@@ -44,16 +59,7 @@ export function abuseControlsApp(
         redis: { client },
         prefix,
         refusalCache: true,
-        policies: {
-          login: {
-            algorithm: 'fixed-window',
-            limit: 2,
-            window: '1m',
-            block: { duration: '5m', factor: 2 },
-          },
-          canary: { algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
-          otp: { algorithm: 'fixed-window', limit: 1, window: '1m', shadow: true },
-        },
+        policies: ABUSE_POLICIES,
         onDecision: (event) => events.push(event),
         ...extra,
       }),

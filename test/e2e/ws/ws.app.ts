@@ -51,7 +51,7 @@ export interface Reply {
 
 /** Sends a gateway's exceptions to the client, answering the message that caused them. */
 @Catch()
-class ReplyWithExceptionFilter implements ExceptionFilter {
+export class ReplyWithExceptionFilter implements ExceptionFilter {
   catch(exception: unknown, host: ArgumentsHost): void {
     const ws = host.switchToWs();
     const error = exception instanceof WsException ? exception.getError() : 'Internal error';
