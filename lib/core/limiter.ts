@@ -444,6 +444,11 @@ export class Limiter {
   }
 
   private async decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
+    const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
+    if (remembered !== undefined) {
+      const decision = this.toDecision(request, remembered, spend);
+      return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+    }
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
     let result: SpendResult;
     try {
@@ -524,7 +529,7 @@ export class Limiter {
       keys: normalizeKeys(keys),
       cost: normalizeCost(options?.cost, this.policy.maxCost),
       deadlineAt: monotonicNow() + this.timeoutMs,
-      ...(this.policy.block && { block: this.policy.block }),
+      block: this.policy.block, // undefined for most policies (a spread would cost more)
     };
   }
 

@@ -125,6 +125,12 @@ export interface Store {
   /** What `consume` would answer now; writes nothing. */
   peek(request: SpendRequest): Promise<SpendResult>;
   /**
+   * A refusal this store remembers for exactly this consume (see `RedisStore`'s `refusalCache`),
+   * answered without waiting, or undefined: then ask {@link consume}. Optional; a limiter calls it
+   * first when it is there, so a remembered refusal costs no promise and no deadline.
+   */
+  rememberedRefusal?(request: SpendRequest): SpendResult | undefined;
+  /**
    * Checks every limit of every request on its keys and, only if all allow, charges all of them:
    * several policies as one decision. No stored key may appear in two requests (the same policy
    * and caller key twice); the caller checks that. Optional for stores written before stacks:

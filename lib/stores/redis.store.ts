@@ -179,6 +179,11 @@ export class RedisStore implements Store {
     });
   }
 
+  /** A refusal the refusal cache holds for exactly this consume (undefined when off or none). */
+  rememberedRefusal(request: SpendRequest): SpendResult | undefined {
+    return this.refusals?.consume(request);
+  }
+
   private spend(request: SpendRequest): Promise<SpendResult> {
     // The common case first, without a closure: nothing held, one node.
     if (!this.cluster && this.canSend(request.deadlineAt)) {

@@ -20,6 +20,10 @@ interface Entry {
   readonly until: number;
   /** The `policy\0key` pairs it names (to forget it on a refund or reset of any of them). */
   readonly pairs: readonly string[];
+  /** The cache's write count when it was last placed at the end (see lookup). */
+  readonly written: number;
+  /** A single-key consume's policy, cost and key (its place in the `single` index). */
+  readonly single?: readonly [policy: string, cost: number, key: string];
 }
 
 /**
@@ -30,13 +34,18 @@ interface Entry {
  * remembered refusal ends no later than Redis's own. A refund or reset through the same store
  * forgets the refusals naming its keys at once; one made by another process is not seen (such a
  * caller waits out the refusal it was given). Bounded by `maxKeys`, least recently refused
- * forgotten first; no timer per entry.
+ * forgotten first (a hit counts as a refusal once half the bound was written since it last did);
+ * no timer per entry.
  */
 export class RefusalCache {
   private readonly entries = new Map<string, Entry>();
   /** `policy\0key` → the entries that name it. */
   private readonly byPair = new Map<string, Set<string>>();
+  /** Single-key consumes: policy → cost → caller key → entry name. */
+  private readonly single = new Map<string, Map<number, Map<string, string>>>();
   private readonly maxKeys: number;
+  /** Entries placed at the end of `entries` so far. */
+  private written = 0;
 
   /**
    * @param clock the store's clock (ms): a custom clock, or a monotonic one
@@ -78,6 +87,11 @@ export class RefusalCache {
 
   /** A remembered refusal of this consume, its waits counted down to now, or undefined. */
   consume(request: SpendRequest): SpendResult | undefined {
+    if (request.keys.length === 1) {
+      // The common case builds no string: policy → cost → key.
+      const name = this.single.get(request.policy)?.get(request.cost)?.get(request.keys[0]!);
+      return name === undefined ? undefined : (this.lookup(name) as SpendResult | undefined);
+    }
     return this.lookup(signature([request])) as SpendResult | undefined;
   }
 
@@ -92,7 +106,7 @@ export class RefusalCache {
     this.remember(
       signature([request]),
       [request],
-      { ...result, cached: true },
+      countedDown(result, 0), // a plain object of one shape (a spread is slow to read)
       issuedAt,
       result.retryAfterMs,
     );
@@ -103,8 +117,9 @@ export class RefusalCache {
     const refusing = result.results[result.refusingIndex];
     if (result.allowed || refusing === undefined || refusing.retryAfterMs <= 0) return;
     const answer: StackResult = {
-      ...result,
-      results: result.results.map((r) => ({ ...r, cached: true as const })),
+      allowed: false,
+      refusingIndex: result.refusingIndex,
+      results: result.results.map((r) => countedDown(r, 0)),
     };
     this.remember(signature(requests), requests, answer, issuedAt, refusing.retryAfterMs);
   }
@@ -127,7 +142,27 @@ export class RefusalCache {
   ): void {
     this.drop(name);
     const pairs = requests.flatMap((r) => r.keys.map((key) => pair(r.policy, key)));
-    this.entries.set(name, { answer, issuedAt, until: issuedAt + waitMs, pairs });
+    const [first] = requests;
+    const single =
+      requests.length === 1 && first!.keys.length === 1 && !('results' in answer)
+        ? ([first!.policy, first!.cost, first!.keys[0]!] as const)
+        : undefined;
+    if (single !== undefined) {
+      let costs = this.single.get(single[0]);
+      if (costs === undefined)
+        this.single.set(single[0], (costs = new Map<number, Map<string, string>>()));
+      let keys = costs.get(single[1]);
+      if (keys === undefined) costs.set(single[1], (keys = new Map<string, string>()));
+      keys.set(single[2], name);
+    }
+    this.entries.set(name, {
+      single,
+      answer,
+      issuedAt,
+      until: issuedAt + waitMs,
+      pairs,
+      written: ++this.written,
+    });
     for (const p of pairs) {
       let names = this.byPair.get(p);
       if (names === undefined) this.byPair.set(p, (names = new Set()));
@@ -144,13 +179,27 @@ export class RefusalCache {
       this.drop(name);
       return undefined;
     }
-    // Refused again: the most recently refused entries are forgotten last.
-    this.entries.delete(name);
-    this.entries.set(name, entry);
+    // Refused again: the most recently refused are forgotten last. Moving an entry to the end
+    // costs a delete and a set, so one is moved only once half the bound has been written since.
+    if (this.written - entry.written > this.maxKeys / 2) {
+      this.entries.delete(name);
+      this.entries.set(name, {
+        single: entry.single,
+        answer: entry.answer,
+        issuedAt: entry.issuedAt,
+        until: entry.until,
+        pairs: entry.pairs,
+        written: ++this.written,
+      });
+    }
     const elapsed = Math.max(0, now - entry.issuedAt);
     const { answer } = entry;
     if ('results' in answer) {
-      return { ...answer, results: answer.results.map((r) => countedDown(r, elapsed)) };
+      return {
+        allowed: answer.allowed,
+        refusingIndex: answer.refusingIndex,
+        results: answer.results.map((r) => countedDown(r, elapsed)),
+      };
     }
     return countedDown(answer, elapsed);
   }
@@ -164,17 +213,33 @@ export class RefusalCache {
       names?.delete(name);
       if (names?.size === 0) this.byPair.delete(p);
     }
+    if (entry.single !== undefined) {
+      const [policy, cost, key] = entry.single;
+      const costs = this.single.get(policy)!;
+      const keys = costs.get(cost)!;
+      keys.delete(key);
+      if (keys.size === 0) costs.delete(cost);
+      if (costs.size === 0) this.single.delete(policy);
+    }
   }
 }
 
 /** A remembered answer `elapsed` ms later: waits shorter by that much, the instant later. */
 function countedDown(result: SpendResult, elapsed: number): SpendResult {
-  return {
-    ...result,
+  // Field by field (a spread of an object of this size costs more than the rest of a hit).
+  const answer: { -readonly [K in keyof SpendResult]: SpendResult[K] } = {
+    allowed: result.allowed,
+    remaining: result.remaining,
+    limitIndex: result.limitIndex,
     retryAfterMs: result.retryAfterMs > 0 ? Math.max(1, result.retryAfterMs - elapsed) : 0,
     resetAfterMs: Math.max(0, result.resetAfterMs - elapsed),
+    blockedKeyIndex: result.blockedKeyIndex,
     at: result.at + elapsed,
+    cached: true,
   };
+  if (result.blockedUntil !== undefined) answer.blockedUntil = result.blockedUntil;
+  if (result.atByKey !== undefined) answer.atByKey = result.atByKey.map((at) => at + elapsed);
+  return answer;
 }
 
 function pair(policy: string, key: string): string {
@@ -184,7 +249,9 @@ function pair(policy: string, key: string): string {
 /** What makes two calls the same: each part's policy, keys (in order) and cost. */
 function signature(requests: readonly SpendRequest[]): string {
   let text = '';
-  for (const { policy, keys, cost } of requests)
-    text += `${policy} ${cost} ${JSON.stringify(keys)}\n`;
+  for (const { policy, keys, cost } of requests) {
+    // One key as itself (the common case, no JSON); several as a JSON array, told apart by 1/n.
+    text += `${policy} ${cost} ${keys.length === 1 ? `1 ${keys[0]}` : `n ${JSON.stringify(keys)}`}\n`;
+  }
   return text;
 }

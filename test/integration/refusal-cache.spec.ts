@@ -101,6 +101,24 @@ describe.each(redisBackends)('$name store: refusal cache', (backend) => {
     });
   });
 
+  it('the store answers from memory when called directly too (no limiter)', async () => {
+    const s = store();
+    const request = {
+      policy: 'direct',
+      algorithm: 'fixed-window' as const,
+      limits: [{ limit: 1, windowMs: 60_000, burst: 1 }],
+      keys: ['phone:1'],
+      cost: 1,
+    };
+    expect((await s.consume(request)).allowed).toBe(true);
+    const refused = await s.consume(request);
+    expect(refused.allowed).toBe(false);
+    expect(refused.cached).toBeUndefined();
+    expect(await s.consume(request)).toMatchObject({ allowed: false, cached: true });
+    expect(s.rememberedRefusal(request)).toMatchObject({ allowed: false, cached: true });
+    expect(s.rememberedRefusal({ ...request, cost: 2 })).toBeUndefined();
+  });
+
   it('a refused stack is refused again from memory', async () => {
     const s = store();
     const ip = new Limiter(s, { ...otp, name: 'ip', limit: 5 });
