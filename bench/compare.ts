@@ -236,6 +236,7 @@ async function main(): Promise<void> {
     if (clusterClient) await Promise.all(clusterMasters.map((m) => m.ping()));
     for (const contender of contenders) {
       progress.tick(`warm-up: ${contender.name}`);
+      await contender.prepare?.();
       await measure(contender, o.warmup, o.callers, o.concurrency);
     }
 
@@ -309,7 +310,7 @@ async function main(): Promise<void> {
       o.sample,
       shape,
       shaped,
-    ).filter((c) => samples.has(c.name));
+    ).filter((c) => samples.has(c.name) && !c.noFootprint);
     for (const contender of memoryRows) {
       progress.tick(`memory: ${contender.name}`);
       footprints.set(contender.name, await footprint(plain, contender, o.sample, baseline));
@@ -348,6 +349,7 @@ async function main(): Promise<void> {
         'decisions/s',
         '× floor [95 % interval]',
         'decisions per script run',
+        'Redis commands/decision',
         'Redis µs/decision (commandstats)',
         'Redis CPU µs/decision',
         'Node CPU µs/decision',
@@ -361,6 +363,7 @@ async function main(): Promise<void> {
           grouped(of(c.name, 'perSecond')),
           withInterval(ratios.get(c.name)!),
           fixed(of(c.name, 'decisionsPerScript')),
+          fixed(of(c.name, 'commandsPerDecision'), 2),
           fixed(of(c.name, 'redisCommandUs')),
           fixed(of(c.name, 'redisCpuUs')),
           fixed(of(c.name, 'nodeCpuUs')),
@@ -441,7 +444,7 @@ async function main(): Promise<void> {
       '',
       mainTable,
       '',
-      '## Targets (issue 13)',
+      '## Targets (issues 13 and 14)',
       '',
       TARGETS_METHOD,
       '',

@@ -20,6 +20,10 @@ export interface Contender {
   readonly on: 'node' | 'cluster';
   /** One decision for caller `i`. */
   readonly run: (i: number) => Promise<unknown>;
+  /** Brings the row's callers to the state it measures (run once, before its warm-up). */
+  readonly prepare?: () => Promise<void>;
+  /** Left out of the memory pass (its keys say nothing of a caller's footprint). */
+  readonly noFootprint?: boolean;
 }
 
 /** The clients the contenders send on; each is warmed before it is measured. */
@@ -61,6 +65,7 @@ export const NAMES = {
   throttler: '@nest-lab/throttler-storage-redis (unbatched)',
   throttlerPipelined: '@nest-lab/throttler-storage-redis, pipelined',
   cluster: 'redlimit fixed-window, 1 key, Cluster per master (store default)',
+  refusalCache: 'redlimit fixed-window, 1 key, locked-out callers, refusalCache (no round trip)',
 } as const;
 
 function ipOf(i: number): string {
@@ -101,7 +106,8 @@ export function contendersFor(
     kind: Bar['kind'],
     run: Contender['run'],
     on: Contender['on'] = 'node',
-  ) => list.push({ name, kind, on, run });
+    extra: Pick<Contender, 'prepare' | 'noFootprint'> = {},
+  ) => list.push({ name, kind, on, run, ...extra });
 
   // The floor: one script run per decision that does the least a counter must (INCR + PEXPIRE).
   const floorLua =
@@ -139,6 +145,39 @@ export function contendersFor(
   ).get('fixed-window')!;
   add(NAMES.uncoalesced(1), 'ours', async (i) => check(await uncoalesced.consume(ipKeys[i]!)));
   add(NAMES.uncoalesced(2), 'ours', async (i) => check(await uncoalesced.consume(pairs[i]!)));
+
+  // Callers locked out for an hour (policy option block), on a store with the refusal cache: every
+  // decision is a refusal answered in process. prepare() locks each caller out (two calls each).
+  const locking = new Limiter(
+    new RedisStore({ client: plain, prefix: `${prefix}rl:`, refusalCache: true }),
+    {
+      name: `${pass.policy('fixed-window')}-locked`,
+      algorithm: 'fixed-window',
+      limit: 1,
+      window: windowMs,
+      block: { duration: '1h' },
+    },
+  );
+  add(
+    NAMES.refusalCache,
+    'ours',
+    async (i) => {
+      const decision = await locking.consume(ipKeys[i]!);
+      if (decision.allowed || !decision.cached)
+        throw new Error('a locked-out caller reached Redis');
+    },
+    'node',
+    {
+      noFootprint: true,
+      prepare: async () => {
+        for (const key of ipKeys) {
+          await locking.consume(key);
+          const locked = await locking.consume(key);
+          if (locked.blockedUntil === undefined) throw new Error(`${key} was not locked out`);
+        }
+      },
+    },
+  );
 
   // rate-limiter-flexible in its ioredis mode: one EVALSHA of its INCR + PTTL script.
   const flexible = (storeClient: Redis) =>

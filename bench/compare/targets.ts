@@ -1,5 +1,5 @@
 /**
- * The targets of issue 13 (part 2), each judged on the interval of what was measured in this run:
+ * The targets of issue 13 (part 2) and issue 14 (the refusal cache), each judged on the interval of what was measured in this run:
  * a "≥" target is met only when the interval's lower bound is at or above it, a "≤" target only
  * when the upper bound is at or below it. On a loaded machine nothing is judged.
  */
@@ -26,7 +26,7 @@ export interface Target {
   readonly estimate: Estimate | undefined;
   readonly bound: number;
   readonly atMost: boolean;
-  readonly unit: '×' | ' µs';
+  readonly unit: '×' | ' µs' | ' commands';
 }
 
 export function targets(measured: Measured): Target[] {
@@ -105,6 +105,18 @@ export function targets(measured: Measured): Target[] {
     measured.ratio(NAMES.cluster, NAMES.uncoalesced(1)),
     1,
   );
+  // Issue 14: refused (locked-out) callers kept away from Redis by the refusal cache.
+  atLeast(
+    'locked-out callers with `refusalCache` × floor',
+    measured.ratio(NAMES.refusalCache, NAMES.floor),
+    10,
+  );
+  atMost(
+    'Redis commands per decision, locked-out callers with `refusalCache`',
+    measured.cost(NAMES.refusalCache, 'commandsPerDecision'),
+    0,
+    ' commands',
+  );
   return list;
 }
 
@@ -120,7 +132,7 @@ export function verdict(target: Target, notJudged: string | undefined): string {
 }
 
 export function targetsTable(list: readonly Target[], notJudged: string | undefined): string {
-  const digits = (t: Target) => (t.unit === '×' ? 2 : 1);
+  const digits = (t: Target) => (t.unit === ' µs' ? 1 : 2);
   const table = markdownTable(
     ['target', 'measured: median [95 % interval]', 'target', 'verdict'],
     list.map((t) => [

@@ -17,6 +17,8 @@ export interface Sample {
   readonly redisCpuUs: number;
   /** Decisions per script run (EVAL, EVALSHA and FCALL calls counted by Redis); NaN without. */
   readonly decisionsPerScript: number;
+  /** Commands Redis ran per decision (every command but the bench's own, see redisCost). */
+  readonly commandsPerDecision: number;
 }
 
 /** Decisions for `seconds`, `concurrency` at a time, decision n for caller n % callers. */
@@ -61,10 +63,12 @@ export async function sample(
   after.forEach((cost, i) => (cpuSeconds += cost.cpuSeconds - before[i]!.cpuSeconds));
   let commandUsec = 0;
   let scripts = 0;
+  let commands = 0;
   for (const admin of masters) {
     const cost = after[admins.indexOf(admin)]!;
     commandUsec += cost.commandUsec;
     for (const name of ['eval', 'evalsha', 'fcall']) scripts += cost.calls[name] ?? 0;
+    for (const calls of Object.values(cost.calls)) commands += calls; // the bench's own left out
   }
   return {
     perSecond: run.decisions / run.seconds,
@@ -72,5 +76,6 @@ export async function sample(
     redisCommandUs: commandUsec / run.decisions,
     redisCpuUs: (cpuSeconds * 1e6) / run.decisions,
     decisionsPerScript: scripts ? run.decisions / scripts : NaN,
+    commandsPerDecision: commands / run.decisions,
   };
 }
