@@ -302,8 +302,12 @@ export class MemoryStore implements Store {
       }
       // A caller's ledger is never older than its state, so eviction never keeps one without the
       // other's memory of refunds and resets.
-      if (spend)
-        for (const key of requests[r]!.keys) this.touch(ledgerKey('', key, requests[r]!.policy));
+      if (spend) {
+        const { keys, policy } = requests[r]!;
+        for (const key of keys) this.touch(ledgerKey('', key, policy));
+        // A caller hammering while locked out keeps its lockout among the last to be forgotten.
+        if (lockouts) for (const key of keys) this.touch(blockKey('', key, policy));
+      }
       return {
         allowed,
         remaining: allowed ? part.remaining - requests[r]!.cost : part.remaining,

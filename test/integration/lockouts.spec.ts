@@ -283,3 +283,23 @@ describe('policy option block: validation', () => {
     ).toThrow(/policy\.limits\[0\]: 'windw' is not a field/);
   });
 });
+
+describe('MemoryStore: lockouts under a flood of new keys', () => {
+  it('a caller hammering while locked out keeps its lockout when maxKeys evicts', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(new MemoryStore({ clock: clock.read, maxKeys: 20 }), {
+      ...login,
+      limit: 1,
+      window: '1h',
+      block: { duration: '1h' },
+    });
+    await limiter.consume('attacker');
+    const locked = await limiter.consume('attacker');
+    expect(locked.blockedUntil).toBe(clock.now + 3_600_000);
+    for (let i = 0; i < 100; i++) {
+      clock.advance(1);
+      expect((await limiter.consume('attacker')).blockedUntil).toBe(locked.blockedUntil);
+      expect((await limiter.consume(`new-${i}`)).allowed).toBe(true);
+    }
+  });
+});
