@@ -7,3 +7,4 @@ export * from './keys.util';
 export * from './limiter';
 export * from './policy';
 export * from './clock.util';
+export type { Sleep, WaitOptions } from './wait';

@@ -13,6 +13,7 @@ import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './er
 import { type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { monotonicNow } from './clock.util';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
+import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
 import {
   FAIL_MODES,
   type FailMode,
@@ -69,7 +70,15 @@ export interface LimiterOptions {
    * Default: a process warning, at most one per limiter every 10 s, with the count since the last.
    */
   readonly onShadowRefusal?: (decision: Decision) => void;
+  /**
+   * How {@link Limiter.waitFor} and {@link Limiter.waitForAll} sleep between tries. Default: a
+   * timer that honours the AbortSignal. A test on a controllable clock can advance it instead.
+   */
+  readonly sleep?: Sleep;
 }
+
+/** Options of {@link Limiter.waitFor}: a cost, and how long to wait at most. */
+export interface WaitForOptions extends ConsumeOptions, WaitOptions {}
 
 /** The longest delay `setTimeout` honours (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -224,6 +233,32 @@ export class Limiter {
    */
   static async consumeAll(parts: readonly StackPart[]): Promise<StackedDecision> {
     return Limiter.decideAll(parts, true, 'consumeAll');
+  }
+
+  /**
+   * {@link Limiter.consumeAll}, waiting for a turn: after a refusal, sleeps until its
+   * `retryAfterMs` (plus a little jitter) and tries again, until allowed.
+   *
+   * @throws RateLimitedError (the refusing part's decision) once the next try would come after
+   *   `maxWaitMs`; StoreUnavailableError when the store fails and a part fails closed; the
+   *   signal's reason when it aborts
+   */
+  static async waitForAll(
+    parts: readonly StackPart[],
+    options: WaitOptions,
+  ): Promise<StackedDecision> {
+    const wait = checkWaitOptions(options, 'waitForAll');
+    const first = isList(parts) ? parts[0]?.limiter : undefined;
+    const sleep = (first instanceof Limiter && first.options.sleep) || timerSleep;
+    const refusal = (stacked: StackedDecision): Decision =>
+      stacked.refusedBy ?? stacked.decisions.find((d) => !d.allowed)!;
+    return waitTurn(
+      () => Limiter.consumeAll(parts),
+      (stacked) => refusal(stacked).failure?.failMode === 'closed',
+      (stacked) => refusedError(refusal(stacked)),
+      wait,
+      sleep,
+    );
   }
 
   /** What {@link Limiter.consumeAll} with the same parts would decide now; writes nothing. */
@@ -382,6 +417,37 @@ export class Limiter {
       ...(refusedBy && { refusedBy }),
       retryAfterMs: allowed ? 0 : (refusedBy?.retryAfterMs ?? 0),
     });
+  }
+
+  /**
+   * Consumes, waiting for a turn: after a refusal, sleeps until its `retryAfterMs` (plus a little
+   * jitter, so waiting processes do not all come back at once) and tries again, until allowed.
+   * Never spins: one store call per try. For outbound clients that must stay under a partner's
+   * limit across instances. A policy with `block` waits out the lockout its first refusal starts.
+   *
+   * @returns an allowed decision
+   * @throws RateLimitedError (the last refusal) once the next try would come after `maxWaitMs`
+   * @throws StoreUnavailableError when the store fails and the policy fails closed
+   * @throws the signal's reason when `signal` aborts (before a try or while sleeping)
+   * @example
+   * // A partner allows 10 requests per second across all our instances.
+   * const partner = new Limiter(store, { name: 'partner', algorithm: 'gcra', limit: 10, window: '1s' });
+   * await partner.waitFor('partner:acme', { maxWaitMs: 5_000, signal: AbortSignal.timeout(10_000) });
+   * await fetch('https://api.partner.example/…');
+   */
+  async waitFor(keys: Keys, options: WaitForOptions): Promise<Decision> {
+    const wait = checkWaitOptions(options, 'waitFor', ['cost']);
+    // Bad keys or cost throw now, before any try.
+    normalizeKeys(keys);
+    normalizeCost(options.cost, this.policy.maxCost);
+    const consume = { cost: options.cost };
+    return waitTurn(
+      () => this.consume(keys, consume),
+      (decision) => decision.failure?.failMode === 'closed',
+      refusedError,
+      wait,
+      this.options.sleep ?? timerSleep,
+    );
   }
 
   /**
@@ -643,6 +709,13 @@ export class Limiter {
       'RedlimitWarning',
     );
   }
+}
+
+/** The error a refused decision throws: the store failing closed, or the budget. */
+function refusedError(decision: Decision): Error {
+  return decision.failure?.failMode === 'closed'
+    ? new StoreUnavailableError(decision)
+    : new RateLimitedError(decision);
 }
 
 /**
