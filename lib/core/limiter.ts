@@ -162,8 +162,16 @@ export class Limiter {
    * fails or is slower than `timeoutMs`, the fail mode decides (see {@link Decision.failure}); a
    * spend whose reply arrives after the timeout is refunded by its receipt.
    */
-  async consume(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
-    return this.decide(this.request(keys, options), true);
+  consume(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
+    // Not an async function: a refusal the store remembers costs no extra promise. Bad input
+    // still rejects (it never throws synchronously).
+    let request: SpendRequest;
+    try {
+      request = this.request(keys, options);
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
+    return this.decide(request, true);
   }
 
   /** What {@link consume} with the same arguments would decide now; writes nothing. */
@@ -500,21 +508,36 @@ export class Limiter {
     await this.deadlines.race(this.store.reset(request));
   }
 
-  private async decide(request: SpendRequest, spend: boolean): Promise<Decision> {
+  private decide(request: SpendRequest, spend: boolean): Promise<Decision> {
     const events = this.options.events;
     if (!events?.active) return this.decideOnce(request, spend);
+    return this.decideTimed(request, spend, events);
+  }
+
+  private async decideTimed(
+    request: SpendRequest,
+    spend: boolean,
+    events: DecisionEvents,
+  ): Promise<Decision> {
     const started = monotonicNow();
     const decision = await this.decideOnce(request, spend);
     events.emit(decisionEvent(spend ? 'consume' : 'peek', decision, monotonicNow() - started));
     return decision;
   }
 
-  private async decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
-    const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
-    if (remembered !== undefined) {
+  /** A remembered refusal at once (no deadline, no store call), else {@link decideOnStore}. */
+  private decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
+    try {
+      const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
+      if (remembered === undefined) return this.decideOnStore(request, spend);
       const decision = this.toDecision(request, remembered, spend);
-      return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+      return Promise.resolve(this.shadowRefuses(decision) ? this.shadowed(decision) : decision);
+    } catch (error) {
+      return Promise.reject(asError(error));
     }
+  }
+
+  private async decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
     let result: SpendResult;
     try {
