@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { batchCall, type QueuedDecision } from './batch-args.util';
+import { ClockGate } from './clock-gate';
 import { ClockOffset } from './clock-offset';
 import { Coalescer } from './coalescer';
 import { MemoryStore } from './memory.store';
@@ -117,11 +118,8 @@ export class RedisStore implements Store {
   private readonly cluster: boolean;
   private readonly redisClock = new ClockOffset();
   private readonly scripts: ScriptRunner;
-  /**
-   * Operations issued while the first measurement of the Redis clock runs: held, then sent in
-   * issue order once it answers (a spend needs the clock for its deadline; nothing may overtake it).
-   */
-  private held?: Array<(probeError?: Error) => void>;
+  /** Issue order through the first measurement of the Redis clock (see {@link ClockGate}). */
+  private readonly gate: ClockGate;
   private readonly coalesce: boolean;
   /** Decisions queued per slot while a run is in flight there (see {@link Coalescer}). */
   private readonly batches = new Coalescer<QueuedDecision>((batch) => this.send(batch));
@@ -153,6 +151,7 @@ export class RedisStore implements Store {
     }
     this.client = client;
     this.scripts = new ScriptRunner(client);
+    this.gate = new ClockGate(this.redisClock, () => client.time(), options.clock !== undefined);
     this.prefix = prefix;
     this.clock = options.clock;
     this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
@@ -186,10 +185,10 @@ export class RedisStore implements Store {
 
   private spend(request: SpendRequest): Promise<SpendResult> {
     // The common case first, without a closure: nothing held, one node.
-    if (!this.cluster && this.canSend(request.deadlineAt)) {
+    if (!this.cluster && this.gate.open(request.deadlineAt)) {
       return this.enqueue(request, true, nextSpendId());
     }
-    return this.inOrder(request.deadlineAt, async () => {
+    return this.gate.inOrder(request.deadlineAt, async () => {
       if (!this.cluster) return this.enqueue(request, true, nextSpendId());
       const groups = this.slotGroups(request);
       if (groups.length === 1) {
@@ -202,8 +201,8 @@ export class RedisStore implements Store {
   }
 
   peek(request: SpendRequest): Promise<SpendResult> {
-    if (!this.cluster && this.held === undefined) return this.enqueue(request, false);
-    return this.inOrder(undefined, async () => {
+    if (!this.cluster && !this.gate.holding) return this.enqueue(request, false);
+    return this.gate.inOrder(undefined, async () => {
       if (!this.cluster) return this.enqueue(request, false);
       const groups = this.slotGroups(request);
       if (groups.length === 1) {
@@ -217,24 +216,26 @@ export class RedisStore implements Store {
   consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
     const { refusals } = this;
     if (refusals === undefined) {
-      return this.inOrder(earliest(requests), () => this.spendStack(requests));
+      return this.gate.inOrder(earliest(requests), () => this.spendStack(requests));
     }
     const remembered = refusals.consumeStack(requests);
     if (remembered !== undefined) return Promise.resolve(remembered);
     const issuedAt = refusals.now();
-    return this.inOrder(earliest(requests), () => this.spendStack(requests)).then((result) => {
-      refusals.rememberStack(requests, result, issuedAt);
-      return result;
-    });
+    return this.gate
+      .inOrder(earliest(requests), () => this.spendStack(requests))
+      .then((result) => {
+        refusals.rememberStack(requests, result, issuedAt);
+        return result;
+      });
   }
 
   peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
-    return this.inOrder(undefined, () => this.peekAll(requests));
+    return this.gate.inOrder(undefined, () => this.peekAll(requests));
   }
 
   refund(request: RefundRequest): Promise<void> {
     this.refusals?.forget(request.policy, request.keys);
-    return this.inOrder(undefined, async () => {
+    return this.gate.inOrder(undefined, async () => {
       const groups = this.slotGroups(request);
       await this.whenSlotsFree(groups, () =>
         Promise.all(
@@ -255,7 +256,7 @@ export class RedisStore implements Store {
 
   reset(request: ResetRequest): Promise<void> {
     this.refusals?.forget(request.policy, request.keys);
-    return this.inOrder(undefined, async () => {
+    return this.gate.inOrder(undefined, async () => {
       const lifetime = stateLifetimeMs(request.algorithm, request.limits);
       const groups = this.slotGroups(request);
       await this.whenSlotsFree(groups, () =>
@@ -283,54 +284,6 @@ export class RedisStore implements Store {
         ),
       );
     });
-  }
-
-  /**
-   * Sends an operation now, or holds it while the Redis clock is being measured: a spend with a
-   * deadline (`deadlineAt`) needs that measurement first, and whatever is issued after it waits
-   * too, so every operation reaches Redis in issue order. If the measurement fails, the held
-   * spends fail with its error and the rest go ahead.
-   */
-  private inOrder<T>(deadlineAt: number | undefined, send: () => Promise<T>): Promise<T> {
-    const needsClock = this.needsClock(deadlineAt);
-    if (this.held === undefined) {
-      if (!needsClock) return send();
-      this.measureClock();
-    }
-    return new Promise<T>((resolve, reject) => {
-      this.held!.push((probeError) => {
-        if (probeError !== undefined && needsClock) reject(probeError);
-        else send().then(resolve, reject);
-      });
-    });
-  }
-
-  /** Whether a spend with this deadline needs the Redis clock measured first. */
-  private needsClock(deadlineAt: number | undefined): boolean {
-    return deadlineAt !== undefined && !this.clock && this.redisClock.value === undefined;
-  }
-
-  /** Whether an operation (a spend with this deadline) may be sent now: nothing held or to hold. */
-  private canSend(deadlineAt: number | undefined): boolean {
-    return this.held === undefined && !this.needsClock(deadlineAt);
-  }
-
-  /** Measures the Redis clock (one TIME), then sends what was held meanwhile, in issue order. */
-  private measureClock(): void {
-    const held: Array<(probeError?: Error) => void> = (this.held = []);
-    const release = (probeError?: Error): void => {
-      this.held = undefined;
-      for (const send of held) send(probeError);
-    };
-    const sentAt = monotonicNow();
-    this.client.time().then(
-      ([seconds, micros]) => {
-        const redisNow = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-        this.redisClock.observe(sentAt, monotonicNow(), redisNow);
-        release();
-      },
-      (error: unknown) => release(error instanceof Error ? error : new Error(String(error))),
-    );
   }
 
   private async spendStack(requests: readonly SpendRequest[]): Promise<StackResult> {
@@ -660,7 +613,7 @@ export class RedisStore implements Store {
 
   /**
    * The caller's deadline on the script's clock, or '' for none. With Redis TIME: through the
-   * measured offset ({@link inOrder} measures it before the first spend is sent; if that takes too
+   * measured offset ({@link ClockGate} measures it before the first spend is sent; if that takes too
    * long, the deadline has simply passed). With a custom clock: the time left, added to the
    * clock's reading (the script then reads the same clock value, so only a call sent after its
    * deadline is refused).
