@@ -338,17 +338,29 @@ export class MemoryStore implements Store {
     let held = false;
     let longest = 0;
     let refusingKey = -1;
+    let refusingLimit = 0;
     let blockedUntil = 0;
     const ends: number[] = [];
     const starts: Array<{ name: string; until: number; duration: number }> = [];
     request.keys.forEach((key, k) => {
+      // The key's own binding limit: its longest budget wait, else its least room (ties: first).
       let budgetFits = true;
       let budgetWait = 0;
+      let waitLimit = 0;
+      let room = Infinity;
+      let roomLimit = 0;
       for (let l = 0; l < limitCount; l++) {
         const { evaluation } = part.pairs[k * limitCount + l]!;
         if (!evaluation.fits) {
+          if (budgetFits || evaluation.waitMs > budgetWait) {
+            budgetWait = evaluation.waitMs;
+            waitLimit = l;
+          }
           budgetFits = false;
-          budgetWait = Math.max(budgetWait, evaluation.waitMs);
+        }
+        if (evaluation.room < room) {
+          room = evaluation.room;
+          roomLimit = l;
         }
       }
       const name = blockKey('', key, request.policy);
@@ -377,16 +389,19 @@ export class MemoryStore implements Store {
       if (keyWait >= 0 && (refusingKey < 0 || keyWait > longest)) {
         longest = keyWait;
         refusingKey = k;
+        refusingLimit = budgetFits ? roomLimit : waitLimit;
       }
     });
     const lockouts: LockoutJudgement = { ends, starts, blockedUntil };
     if (refusingKey < 0) return { ...part, budgetFits: part.fits, lockouts };
     return {
       ...part,
-      budgetFits: part.fits,
       fits: false,
       retryAfterMs: longest,
       blockedKeyIndex: refusingKey,
+      // The refusing key binds with its own limit (see judgeBlocks in lua/lib/decide.lua).
+      budgetFits: false,
+      blockedLimitIndex: refusingLimit,
       remaining: held ? 0 : part.remaining,
       lockouts,
     };

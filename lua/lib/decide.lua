@@ -45,22 +45,26 @@ at or after forgetAt is forgotten; the key expires then too). A key locked out a
 the decision refuses and spends, is locked out by settle(): for `duration`, or, while the last
 lockout is remembered, for that one's length × factor, within [duration, max]. A peek reports the
 lockout a consume would start. The refusing key is the one with the longest wait (ties: the
-first key); blockedUntil is the latest lockout end among the keys (0: none).
+first key), and the binding limit is that key's own (its longest budget wait, else its least
+room; ties: the first limit), as when keys are judged apart (Cluster slot groups); blockedUntil is
+the latest lockout end among the keys (0: none).
 ]]
 local blockEnds, blockNew = {}, {}
 
-local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, wait, refusing)
+local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, binding, wait, refusing)
   local duration, factor, maxMs = block[1], block[2], block[3]
   local blockBase = base + keyCount * (limitCount + 1)
-  local held, longest, refusingKey, blockedUntil = false, 0, 0, 0
+  local held, longest, refusingKey, refusingLimit, blockedUntil = false, 0, 0, 1, 0
   for k = 1, keyCount do
-    local budgetFits, budgetWait = true, 0
+    -- The key's own binding limit: its longest budget wait, else its least room (ties: first).
+    local budgetFits, budgetWait, waitLimit, room, roomLimit = true, 0, 0, math.huge, 1
     for l = 1, limitCount do
       local ev = evaluations[base + (k - 1) * limitCount + l]
       if not ev.fits then
+        if budgetFits or ev.wait > budgetWait then budgetWait, waitLimit = ev.wait, l end
         budgetFits = false
-        if ev.wait > budgetWait then budgetWait = ev.wait end
       end
+      if ev.room < room then room, roomLimit = ev.room, l end
     end
     local untilAt, last = 0, 0
     local raw = rcall('GET', KEYS[blockBase + k])
@@ -79,11 +83,15 @@ local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, w
     end
     blockEnds[blockBase + k], blockNew[blockBase + k] = ends, new
     if ends > blockedUntil then blockedUntil = ends end
-    if keyWait >= 0 and (refusingKey == 0 or keyWait > longest) then longest, refusingKey = keyWait, k end
+    if keyWait >= 0 and (refusingKey == 0 or keyWait > longest) then
+      longest, refusingKey = keyWait, k
+      refusingLimit = budgetFits and roomLimit or waitLimit
+    end
   end
-  if refusingKey > 0 then fits, wait, refusing = false, longest, refusingKey end
+  -- The refusing key binds with its own limit (as when each key is judged on its own, on Cluster).
+  if refusingKey > 0 then fits, binding, wait, refusing = false, refusingLimit, longest, refusingKey end
   if held then remaining = 0 end
-  return fits, remaining, wait, refusing, blockedUntil
+  return fits, remaining, binding, wait, refusing, blockedUntil
 end
 
 -- After judgeBlocks: lockout ends count in resetAfter; a refused spend writes the new lockouts.
@@ -126,8 +134,8 @@ local function judge(model, base, keyCount, limitCount, rules)
   if not fits then binding = refusingLimit end -- the refusing limit binds
   local blockedUntil = 0
   if rules.block then
-    fits, remaining, wait, refusing, blockedUntil = judgeBlocks(rules.block, base, keyCount, limitCount, fits,
-      remaining, wait, refusing)
+    fits, remaining, binding, wait, refusing, blockedUntil = judgeBlocks(rules.block, base, keyCount, limitCount,
+      fits, remaining, binding, wait, refusing)
   end
   return fits, remaining, binding, wait, refusing, seen, blockedUntil
 end

@@ -205,6 +205,27 @@ describe.each(stores)('$name store: lockouts (policy option block)', (backend) =
     expect((await limiter.peek(first)).remaining).toBe(1);
   });
 
+  it('a lockout refusal names the refusing key with its own limit (as Cluster slot groups do)', async () => {
+    // fast-check found it: both keys wait 1.5 s (a for the lockout, b for the hour's budget); a
+    // refuses (the first key), and it is a's limit that binds, not b's.
+    const [a, b] = keysInTwoSlots();
+    const limiter = new Limiter(store, {
+      name: 'two-limits',
+      algorithm: 'fixed-window',
+      limits: [
+        { limit: 3, window: 500 },
+        { limit: 4, window: 1_500 },
+      ],
+      block: { duration: 1_500 },
+    });
+    await limiter.consume(a);
+    await limiter.consume([a, b]);
+    await limiter.consume([b, 'c'], { cost: 2 });
+    const refused = await limiter.consume([a, b], { cost: 2 });
+    expect(refused.allowed).toBe(false);
+    expect(refused.blockedBy).toEqual({ key: a, limit: 3, windowMs: 500 });
+  });
+
   describe('in a stack (consumeAll)', () => {
     it('locks out the refusing part’s key; the other parts are neither charged nor locked', async () => {
       const perIp = new Limiter(store, { ...login, name: 'ip', limit: 5 });
