@@ -35,13 +35,7 @@ const optionalClasses = new Map<string, ContextErrorClass | undefined>();
 export function contextRefusal(context: ExecutionContext, decision: Decision): Error {
   const type = redlimitContextType(context);
   if (type === 'ws' || type === 'rpc') {
-    const payload = rateLimitErrorPayload(decision);
-    const ErrorClass =
-      type === 'ws'
-        ? optionalClass('@nestjs/websockets', 'WsException')
-        : optionalClass('@nestjs/microservices', 'RpcException');
-    if (ErrorClass) return new ErrorClass(payload);
-    return Object.assign(new Error(payload.message), { error: payload, getError: () => payload });
+    return socketError(type, rateLimitErrorPayload(decision));
   }
   const response = contextResponse(context);
   if (response) {
@@ -68,12 +62,7 @@ export function contextInputRefusal(context: ExecutionContext, error: IdentityIn
   const detail = { message: error.message, part, ...(sources && { sources }) };
   if (type === 'ws' || type === 'rpc') {
     const payload = { status: 'error', code: 'BAD_USER_INPUT', ...detail };
-    const ErrorClass =
-      type === 'ws'
-        ? optionalClass('@nestjs/websockets', 'WsException')
-        : optionalClass('@nestjs/microservices', 'RpcException');
-    if (ErrorClass) return new ErrorClass(payload);
-    return Object.assign(new Error(error.message), { error: payload, getError: () => payload });
+    return socketError(type, payload);
   }
   if (type === 'graphql') return error;
   return new BadRequestException({ statusCode: 400, error: 'Bad Request', ...detail });
@@ -91,15 +80,22 @@ export function contextInputRefusal(context: ExecutionContext, error: IdentityIn
 export function contextDenial(context: ExecutionContext): Error {
   const type = redlimitContextType(context);
   if (type === 'ws' || type === 'rpc') {
-    const payload = accessDeniedPayload();
-    const ErrorClass =
-      type === 'ws'
-        ? optionalClass('@nestjs/websockets', 'WsException')
-        : optionalClass('@nestjs/microservices', 'RpcException');
-    if (ErrorClass) return new ErrorClass(payload);
-    return Object.assign(new Error(payload.message), { error: payload, getError: () => payload });
+    return socketError(type, accessDeniedPayload());
   }
   return type === 'graphql' ? new AccessDeniedGraphQLError() : new AccessDeniedException();
+}
+
+/**
+ * A `WsException` (gateway) or `RpcException` (microservice) carrying `payload`; without the
+ * package installed, an Error with the same `error` and `getError()`.
+ */
+function socketError(type: 'ws' | 'rpc', payload: { readonly message: string }): Error {
+  const ErrorClass =
+    type === 'ws'
+      ? optionalClass('@nestjs/websockets', 'WsException')
+      : optionalClass('@nestjs/microservices', 'RpcException');
+  if (ErrorClass) return new ErrorClass(payload);
+  return Object.assign(new Error(payload.message), { error: payload, getError: () => payload });
 }
 
 /** An exported class of an optional package, or `undefined` when it is not installed. */
