@@ -36,14 +36,14 @@ describe.each(PLATFORMS)('lockouts, shadow mode and the refusal cache on %s', (p
       retryAfter: 300,
     });
     const blocked = events.find((e) => e.outcome === 'blocked')!;
-    expect(blocked.blockedUntil).toBeGreaterThan(Date.now() + 299_000);
+    expect(blocked.blockedUntil! - Date.now()).toBeGreaterThan(240_000); // the 5-min lockout
   });
 
   it('the refusal cache answers a refused caller without Redis, and events say so', async () => {
     for (let i = 0; i < 3; i++) await app.request('/login');
     const again = await app.request('/login');
     expect(again.status).toBe(429);
-    expect(Number(again.headers.get('retry-after'))).toBe(300);
+    expect(Number(again.headers.get('retry-after'))).toBeGreaterThan(240); // the lockout's rest
     expect(events.map((e) => e.cached === true)).toEqual([false, false, false, true]);
     expect(outcomes('login')).toEqual(['allowed', 'allowed', 'blocked', 'blocked']);
   });
