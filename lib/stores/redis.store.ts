@@ -171,9 +171,9 @@ export class RedisStore implements Store {
     if (refusals === undefined) return this.spend(request);
     const remembered = refusals.consume(request);
     if (remembered !== undefined) return Promise.resolve(remembered);
-    const issuedAt = refusals.now();
+    const issued = refusals.issue();
     return this.spend(request).then((result) => {
-      refusals.rememberConsume(request, result, issuedAt);
+      refusals.rememberConsume(request, result, issued);
       return result;
     });
   }
@@ -220,11 +220,11 @@ export class RedisStore implements Store {
     }
     const remembered = refusals.consumeStack(requests);
     if (remembered !== undefined) return Promise.resolve(remembered);
-    const issuedAt = refusals.now();
+    const issued = refusals.issue();
     return this.gate
       .inOrder(earliest(requests), () => this.spendStack(requests))
       .then((result) => {
-        refusals.rememberStack(requests, result, issuedAt);
+        refusals.rememberStack(requests, result, issued);
         return result;
       });
   }

@@ -1,5 +1,13 @@
 import type { SpendRequest, SpendResult, StackResult } from './store.interface';
 
+/** When a call was issued, for the refusal cache ({@link RefusalCache.issue}). */
+export interface Issued {
+  /** The cache's clock reading. */
+  readonly at: number;
+  /** Refunds and resets the cache had seen. */
+  readonly forgets: number;
+}
+
 /** Options of the refusal cache ({@link RedisStoreOptions.refusalCache}). */
 export interface RefusalCacheOptions {
   /**
@@ -46,6 +54,8 @@ export class RefusalCache {
   private readonly maxKeys: number;
   /** Entries placed at the end of `entries` so far. */
   private written = 0;
+  /** Refunds and resets seen so far (see {@link issue}). */
+  private forgets = 0;
 
   /**
    * @param clock the store's clock (ms): a custom clock, or a monotonic one
@@ -75,9 +85,13 @@ export class RefusalCache {
     this.maxKeys = maxKeys;
   }
 
-  /** The instant to issue a call at, for {@link remember}. */
-  now(): number {
-    return this.clock();
+  /**
+   * Marks a consume or stack as issued now, for {@link rememberConsume} / {@link rememberStack}:
+   * its instant, and how many refunds and resets this cache had seen (one issued meanwhile voids
+   * the refusal's answer, which may predate it).
+   */
+  issue(): Issued {
+    return { at: this.clock(), forgets: this.forgets };
   }
 
   /** Number of refusals remembered (expired ones included until they are looked up). */
@@ -92,40 +106,48 @@ export class RefusalCache {
       const name = this.single.get(request.policy)?.get(request.cost)?.get(request.keys[0]!);
       return name === undefined ? undefined : (this.lookup(name) as SpendResult | undefined);
     }
-    return this.lookup(signature([request])) as SpendResult | undefined;
+    return this.lookup(consumeName(request)) as SpendResult | undefined;
   }
 
   /** A remembered refusal of this stack, its waits counted down to now, or undefined. */
   consumeStack(requests: readonly SpendRequest[]): StackResult | undefined {
-    return this.lookup(signature(requests)) as StackResult | undefined;
+    return this.lookup(stackName(requests)) as StackResult | undefined;
   }
 
-  /** Remembers a consume's refusal (issued at `issuedAt`) if it came with a wait. */
-  rememberConsume(request: SpendRequest, result: SpendResult, issuedAt: number): void {
-    if (result.allowed || result.retryAfterMs <= 0) return;
+  /**
+   * Remembers a consume's refusal if it came with a wait, and no refund or reset was issued
+   * through this store since the consume was (`issued`).
+   */
+  rememberConsume(request: SpendRequest, result: SpendResult, issued: Issued): void {
+    if (result.allowed || result.retryAfterMs <= 0 || issued.forgets !== this.forgets) return;
     this.remember(
-      signature([request]),
+      consumeName(request),
       [request],
       countedDown(result, 0), // a plain object of one shape (a spread is slow to read)
-      issuedAt,
+      issued.at,
       result.retryAfterMs,
     );
   }
 
-  /** Remembers a stack's refusal (issued at `issuedAt`) if it came with a wait. */
-  rememberStack(requests: readonly SpendRequest[], result: StackResult, issuedAt: number): void {
+  /** Remembers a stack's refusal, as {@link rememberConsume} does a consume's. */
+  rememberStack(requests: readonly SpendRequest[], result: StackResult, issued: Issued): void {
     const refusing = result.results[result.refusingIndex];
     if (result.allowed || refusing === undefined || refusing.retryAfterMs <= 0) return;
+    if (issued.forgets !== this.forgets) return;
     const answer: StackResult = {
       allowed: false,
       refusingIndex: result.refusingIndex,
       results: result.results.map((r) => countedDown(r, 0)),
     };
-    this.remember(signature(requests), requests, answer, issuedAt, refusing.retryAfterMs);
+    this.remember(stackName(requests), requests, answer, issued.at, refusing.retryAfterMs);
   }
 
-  /** Forgets every refusal naming one of these keys under this policy (a refund or reset). */
+  /**
+   * Forgets every refusal naming one of these keys under this policy (a refund or reset), and
+   * voids the answers of consumes issued before it that have not come back yet.
+   */
   forget(policy: string, keys: readonly string[]): void {
+    this.forgets += 1;
     for (const key of keys) {
       const names = this.byPair.get(pair(policy, key));
       if (names === undefined) continue;
@@ -246,12 +268,14 @@ function pair(policy: string, key: string): string {
   return `${policy}\u0000${key}`;
 }
 
-/** What makes two calls the same: each part's policy, keys (in order) and cost. */
-function signature(requests: readonly SpendRequest[]): string {
-  let text = '';
-  for (const { policy, keys, cost } of requests) {
-    // One key as itself (the common case, no JSON); several as a JSON array, told apart by 1/n.
-    text += `${policy} ${cost} ${keys.length === 1 ? `1 ${keys[0]}` : `n ${JSON.stringify(keys)}`}\n`;
-  }
-  return text;
+/**
+ * The names of remembered refusals: what makes two calls the same (each part's policy, cost and
+ * keys in order), unambiguous whatever a key holds (JSON), and a consume never named as a stack.
+ */
+function consumeName(request: SpendRequest): string {
+  return `c${JSON.stringify([request.policy, request.cost, request.keys])}`;
+}
+
+function stackName(requests: readonly SpendRequest[]): string {
+  return `s${JSON.stringify(requests.map((r) => [r.policy, r.cost, r.keys]))}`;
 }
