@@ -113,7 +113,8 @@ export async function waitTurn<
     signal?.throwIfAborted();
     const real = monotonicNow() - started;
     const elapsed = Math.max(real, real - slept + asked);
-    const wait = Math.max(1, answer.retryAfterMs);
+    // A wait that is not a number (a store of your own answering oddly) never spins: it rejects.
+    const wait = Number.isFinite(answer.retryAfterMs) ? Math.max(1, answer.retryAfterMs) : Infinity;
     if (elapsed + wait > maxWaitMs) throw refused(answer);
     const jitter = Math.floor(Math.random() * Math.min(wait / 10, MAX_JITTER_MS));
     const ms = Math.min(wait + jitter, maxWaitMs - elapsed);
