@@ -49,3 +49,4 @@ export * from './redis-client.factory';
 export * from './skip-throttle.decorator';
 export * from './throttle.decorator';
 export * from './uncharged-attempt.util';
+export * from './throttler-storage';

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { Limiter, type LimiterOptions } from '../core/limiter';
+import type { FailMode } from '../core/policy';
+import type { Store } from '../core/store';
+import { type RedisClient, RedisStore } from '../stores/redis.store';
+
+/**
+ * What @nestjs/throttler's `ThrottlerGuard` reads back from its storage for one hit (the shape of
+ * its `ThrottlerStorageRecord`, declared here so redlimit does not depend on @nestjs/throttler).
+ */
+export interface ThrottlerStorageRecordLike {
+  /** Hits counted in the current window, this one included (`limit + 1` once refused). */
+  readonly totalHits: number;
+  /** Seconds until the window's count starts over. */
+  readonly timeToExpire: number;
+  /** Whether this hit is refused (the guard answers 429). */
+  readonly isBlocked: boolean;
+  /** Seconds until a refused caller may try again (the guard's `Retry-After`); 0 when allowed. */
+  readonly timeToBlockExpire: number;
+}
+
+/** Options of {@link RedlimitThrottlerStorage}: a Redis client or any redlimit store. */
+export type RedlimitThrottlerStorageOptions = (
+  | {
+      /** An ioredis `Redis` or `Cluster`: the storage builds a {@link RedisStore} on it. */
+      readonly client: RedisClient;
+      /** Key prefix of that store. Default `'rl:'`. */
+      readonly prefix?: string;
+    }
+  | {
+      /** Any redlimit store (a `RedisStore` you configured, or a `MemoryStore` in tests). */
+      readonly store: Store;
+    }
+) & {
+  /** When the store fails: `'closed'` (default) refuses the hit, `'open'` lets it through. */
+  readonly failMode?: Exclude<FailMode, 'memory'>;
+  /** Longest wait for the store per hit, in ms. Default 1000. */
+  readonly timeoutMs?: number;
+};
+
+const OPTIONS: ReadonlySet<string> = new Set([
+  'client',
+  'prefix',
+  'store',
+  'failMode',
+  'timeoutMs',
+]);
+
+/**
+ * A storage for @nestjs/throttler (`ThrottlerModule.forRoot({ throttlers, storage })`) on
+ * redlimit's atomic scripts: every hit is one fixed-window decision in Redis, checked and counted
+ * in one script run, so limits hold across instances and under concurrency (50 concurrent hits at
+ * limit 5 let exactly 5 through). `blockDuration` is a redlimit lockout: the hit that goes over
+ * the limit locks the caller's key out for `blockDuration` (the guard's default: the `ttl`).
+ * Unlike the default storage, a refused hit costs nothing: only admitted hits are counted.
+ *
+ * @example
+ * ThrottlerModule.forRoot({
+ *   throttlers: [{ ttl: 60_000, limit: 10 }],
+ *   storage: new RedlimitThrottlerStorage({ client: new Redis(process.env.REDIS_URL!) }),
+ * });
+ */
+export class RedlimitThrottlerStorage {
+  private readonly store: Store;
+  private readonly limiters = new Map<string, Limiter>();
+  private readonly limiterOptions: LimiterOptions;
+
+  /** @throws TypeError / RangeError naming a bad option */
+  constructor(options: RedlimitThrottlerStorageOptions) {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError('RedlimitThrottlerStorage needs options { client } or { store }');
+    }
+    for (const name of Object.keys(options)) {
+      if (!OPTIONS.has(name)) {
+        throw new TypeError(
+          `RedlimitThrottlerStorage options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
+        );
+      }
+    }
+    if ('store' in options && options.store !== undefined) {
+      if ('client' in options) {
+        throw new TypeError('RedlimitThrottlerStorage takes either client or store, not both');
+      }
+      this.store = options.store;
+    } else if ('client' in options) {
+      this.store = new RedisStore({
+        client: options.client,
+        ...(options.prefix !== undefined && { prefix: options.prefix }),
+      });
+    } else {
+      throw new TypeError('RedlimitThrottlerStorage needs options { client } or { store }');
+    }
+    const { failMode = 'closed', timeoutMs } = options;
+    if (failMode !== 'closed' && failMode !== 'open') {
+      throw new RangeError(
+        `RedlimitThrottlerStorage options.failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`,
+      );
+    }
+    this.limiterOptions = {
+      failMode,
+      ...(timeoutMs !== undefined && { timeoutMs }),
+      onStoreFailure: () => {}, // the guard answers; a warning per hit would flood the log
+    };
+    // Builds one limiter, so bad options throw here rather than on the first hit.
+    new Limiter(
+      this.store,
+      { name: 'check', algorithm: 'fixed-window', limit: 1, window: 1 },
+      this.limiterOptions,
+    );
+  }
+
+  /**
+   * One hit of `key` under a throttler: `limit` hits per `ttl` ms, and, when over, refused for
+   * `blockDuration` ms. Called by `ThrottlerGuard`.
+   */
+  async increment(
+    key: string,
+    ttl: number,
+    limit: number,
+    blockDuration: number,
+    throttlerName: string,
+  ): Promise<ThrottlerStorageRecordLike> {
+    const decision = await this.limiter(ttl, limit, blockDuration, throttlerName).consume(key);
+    const timeToExpire = Math.max(1, Math.ceil(decision.resetAfterMs / 1000));
+    if (decision.allowed) {
+      return {
+        totalHits: limit - decision.remaining,
+        timeToExpire,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      };
+    }
+    return {
+      totalHits: limit + 1,
+      timeToExpire,
+      isBlocked: true,
+      timeToBlockExpire: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)),
+    };
+  }
+
+  /** The limiter of one throttler setting (the policy name is a hash of it: the same everywhere). */
+  private limiter(ttl: number, limit: number, blockDuration: number, name: string): Limiter {
+    const id = `${name}\u0000${ttl}\u0000${limit}\u0000${blockDuration}`;
+    let limiter = this.limiters.get(id);
+    if (limiter === undefined) {
+      const hash = createHash('sha256').update(id).digest('hex').slice(0, 16);
+      limiter = new Limiter(
+        this.store,
+        {
+          name: `throttler.${hash}`,
+          algorithm: 'fixed-window',
+          limit,
+          window: ttl,
+          ...(blockDuration > 0 && {
+            block: { duration: blockDuration, max: blockDuration, forgetAfter: 1 },
+          }),
+        },
+        this.limiterOptions,
+      );
+      this.limiters.set(id, limiter);
+    }
+    return limiter;
+  }
+}

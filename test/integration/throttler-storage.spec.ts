@@ -1,0 +1,87 @@
+import { RedlimitThrottlerStorage } from '../../lib/nest';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('throttler-storage');
+
+describe.each(stores)(
+  '$name store: RedlimitThrottlerStorage (the shape ThrottlerGuard reads)',
+  (backend) => {
+    let clock: TestClock;
+    let storage: RedlimitThrottlerStorage;
+    beforeEach(() => {
+      clock = new TestClock();
+      clock.advance(10_000); // 10 s into a minute
+      storage = new RedlimitThrottlerStorage({ store: backend.store(clock) });
+    });
+
+    it('counts hits up to the limit, then blocks for blockDuration, with exact seconds', async () => {
+      const hit = () => storage.increment('k', 60_000, 2, 120_000, 'default');
+      expect(await hit()).toEqual({
+        totalHits: 1,
+        timeToExpire: 50,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+      expect(await hit()).toEqual({
+        totalHits: 2,
+        timeToExpire: 50,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+      expect(await hit()).toEqual({
+        totalHits: 3,
+        timeToExpire: 120,
+        isBlocked: true,
+        timeToBlockExpire: 120,
+      });
+      clock.advance(60_000); // a new window, but the block holds
+      expect((await hit()).timeToBlockExpire).toBe(60);
+      clock.advance(60_000); // the block is over
+      expect(await hit()).toEqual({
+        totalHits: 1,
+        timeToExpire: 50,
+        isBlocked: false,
+        timeToBlockExpire: 0,
+      });
+    });
+
+    it('blockDuration 0: refused until the window ends, nothing more', async () => {
+      const hit = () => storage.increment('k', 60_000, 1, 0, 'default');
+      await hit();
+      expect(await hit()).toEqual({
+        totalHits: 2,
+        timeToExpire: 50,
+        isBlocked: true,
+        timeToBlockExpire: 50,
+      });
+      clock.advance(50_000);
+      expect((await hit()).isBlocked).toBe(false);
+    });
+
+    it('named throttlers and settings keep separate counts', async () => {
+      await storage.increment('k', 60_000, 1, 60_000, 'short');
+      expect((await storage.increment('k', 60_000, 1, 60_000, 'short')).isBlocked).toBe(true);
+      expect((await storage.increment('k', 60_000, 1, 60_000, 'long')).isBlocked).toBe(false);
+      expect((await storage.increment('k', 60_000, 5, 60_000, 'short')).isBlocked).toBe(false);
+    });
+  },
+);
+
+describe('RedlimitThrottlerStorage options', () => {
+  it.each([
+    [undefined, /needs options \{ client \} or \{ store \}/],
+    [{}, /needs options \{ client \} or \{ store \}/],
+    [{ store: {}, ttl: 1 }, /options\.ttl is not an option/],
+    [
+      { store: { consume: () => 0, refund: () => 0 }, failMode: 'memory' },
+      /failMode must be 'closed' or 'open'/,
+    ],
+  ])('%j is refused', (options, message) => {
+    expect(
+      () =>
+        new RedlimitThrottlerStorage(
+          options as unknown as ConstructorParameters<typeof RedlimitThrottlerStorage>[0],
+        ),
+    ).toThrow(message);
+  });
+});
