@@ -333,7 +333,7 @@ export class MemoryStore implements Store {
   private judge(request: SpendRequest, now: number, spendId: string | undefined) {
     const part = this.evaluate(request, now, spendId);
     const { block } = request;
-    if (block === undefined) return { ...part, budgetFits: part.fits, lockouts: undefined };
+    if (block === undefined) return part;
     const limitCount = request.limits.length;
     let held = false;
     let longest = 0;
@@ -392,19 +392,16 @@ export class MemoryStore implements Store {
         refusingLimit = budgetFits ? roomLimit : waitLimit;
       }
     });
-    const lockouts: LockoutJudgement = { ends, starts, blockedUntil };
-    if (refusingKey < 0) return { ...part, budgetFits: part.fits, lockouts };
-    return {
-      ...part,
-      fits: false,
-      retryAfterMs: longest,
-      blockedKeyIndex: refusingKey,
-      // The refusing key binds with its own limit (see judgeBlocks in lua/lib/decide.lua).
-      budgetFits: false,
-      blockedLimitIndex: refusingLimit,
-      remaining: held ? 0 : part.remaining,
-      lockouts,
-    };
+    part.lockouts = { ends, starts, blockedUntil };
+    if (refusingKey < 0) return part;
+    part.fits = false;
+    part.retryAfterMs = longest;
+    part.blockedKeyIndex = refusingKey;
+    // The refusing key binds with its own limit (see judgeBlocks in lua/lib/decide.lua).
+    part.budgetFits = false;
+    part.blockedLimitIndex = refusingLimit;
+    if (held) part.remaining = 0;
+    return part;
   }
 
   /** Every limit of one request on each of its keys, against the state before this call. */
@@ -442,12 +439,15 @@ export class MemoryStore implements Store {
     return {
       pairs,
       fits,
+      /** Whether the budget alone fits (a lockout can still refuse: see {@link judge}). */
+      budgetFits: fits,
       remaining,
       limitIndex,
       retryAfterMs,
       blockedKeyIndex,
       blockedLimitIndex,
       seen,
+      lockouts: undefined as LockoutJudgement | undefined,
     };
   }
 
