@@ -141,3 +141,47 @@ export interface StackedDecision {
   /** 0 when allowed, else the refusing part's `retryAfterMs`. */
   readonly retryAfterMs: number;
 }
+
+/**
+ * A frozen decision that charged nothing (its receipt refunds nothing): the answer when the store
+ * failed and the fail mode decided, or when the Nest layer let a call through uncharged. The
+ * binding limit is the policy's first.
+ *
+ * @example
+ * unchargedDecision({ name: 'login', algorithm: 'fixed-window', limits }, [], { allowed: true, remaining: 10, retryAfterMs: 0 });
+ */
+export function unchargedDecision(
+  policy: {
+    readonly name: string;
+    readonly algorithm: Algorithm;
+    readonly limits: readonly LimitRule[];
+  },
+  keys: readonly string[],
+  outcome: {
+    readonly allowed: boolean;
+    readonly remaining: number;
+    readonly retryAfterMs: number;
+    readonly failure?: StoreFailure;
+  },
+): Decision {
+  const rule = policy.limits[0]!;
+  return Object.freeze({
+    allowed: outcome.allowed,
+    remaining: outcome.remaining,
+    limit: rule.limit,
+    windowMs: rule.windowMs,
+    retryAfterMs: outcome.retryAfterMs,
+    resetAfterMs: 0,
+    policy: policy.name,
+    ...(outcome.failure && { failure: outcome.failure }),
+    receipt: Object.freeze({
+      policy: policy.name,
+      algorithm: policy.algorithm,
+      limits: policy.limits,
+      keys,
+      cost: 0,
+      at: 0,
+      spent: false,
+    }),
+  });
+}

@@ -8,7 +8,13 @@ import {
 } from './store';
 import { Attempt } from './attempt';
 import { Deadlines } from './deadlines';
-import type { Decision, Receipt, StackedDecision, StoreFailure } from './decision';
+import {
+  type Decision,
+  type Receipt,
+  type StackedDecision,
+  type StoreFailure,
+  unchargedDecision,
+} from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { monotonicNow } from './clock.util';
@@ -573,27 +579,12 @@ export class Limiter {
       const result = spend ? await fallback.consume(request) : await fallback.peek(request);
       return this.toDecision(request, result, spend, failure);
     }
-    const rule = request.limits[0]!;
     const allowed = this.failMode === 'open';
-    return Object.freeze({
-      allowed,
-      remaining: 0,
-      limit: rule.limit,
-      windowMs: rule.windowMs,
-      retryAfterMs: allowed ? 0 : this.failureRetryAfterMs,
-      resetAfterMs: 0,
-      policy: request.policy,
-      failure,
-      receipt: Object.freeze({
-        policy: request.policy,
-        algorithm: request.algorithm,
-        limits: request.limits,
-        keys: request.keys,
-        cost: 0,
-        at: 0,
-        spent: false,
-      }),
-    });
+    return unchargedDecision(
+      { name: request.policy, algorithm: request.algorithm, limits: request.limits },
+      request.keys,
+      { allowed, remaining: 0, retryAfterMs: allowed ? 0 : this.failureRetryAfterMs, failure },
+    );
   }
 
   private reportFailure(failure: StoreFailure): void {

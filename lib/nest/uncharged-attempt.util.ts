@@ -1,5 +1,5 @@
 import { Attempt } from '../core/attempt';
-import type { Decision } from '../core/decision';
+import { unchargedDecision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
 
 /**
@@ -14,24 +14,10 @@ import type { ResolvedPolicy } from '../core/policy';
  * attempt.refund(); // harmless
  */
 export function unchargedAttempt(policy: ResolvedPolicy): Attempt {
-  const rule = policy.limits[0]!;
-  const decision: Decision = Object.freeze({
+  const decision = unchargedDecision(policy, Object.freeze([]), {
     allowed: true,
-    remaining: rule.limit,
-    limit: rule.limit,
-    windowMs: rule.windowMs,
+    remaining: policy.limits[0]!.limit,
     retryAfterMs: 0,
-    resetAfterMs: 0,
-    policy: policy.name,
-    receipt: Object.freeze({
-      policy: policy.name,
-      algorithm: policy.algorithm,
-      limits: policy.limits,
-      keys: Object.freeze([]),
-      cost: 0,
-      at: 0,
-      spent: false,
-    }),
   });
   return new Attempt(decision, () => Promise.resolve());
 }
