@@ -281,6 +281,12 @@ export interface SpawnRedisServerOptions {
    * port whose cluster bus port (port + 10000) is free as well.
    */
   pickPort?: () => Promise<number>;
+  /**
+   * Runs the server as a Sentinel (`redis-server <dir>/sentinel.conf --sentinel`): Sentinel
+   * rewrites its config file as it learns, so it gets an empty one in its own temp dir.
+   * `extraArgs` then carry its `--sentinel monitor …` lines.
+   */
+  sentinel?: boolean;
 }
 
 /** Extra flags, or a function of the chosen port that returns them. */
@@ -293,7 +299,13 @@ async function spawnOnce(
   const binary = findRedisServerBinary();
   const port = await (options.pickPort ?? getFreePort)();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), TEMP_PREFIX));
-  const args = [
+  const args: string[] = [];
+  if (options.sentinel) {
+    const config = path.join(dir, 'sentinel.conf');
+    fs.writeFileSync(config, '');
+    args.push(config, '--sentinel');
+  }
+  args.push(
     '--port',
     String(port),
     '--bind',
@@ -310,7 +322,7 @@ async function spawnOnce(
     'no',
     '--notify-keyspace-events',
     '',
-  ];
+  );
   if (redisServerMajorVersion(binary) >= 7) args.push('--enable-debug-command', 'yes');
   args.push(...(typeof extraArgs === 'function' ? extraArgs(port) : extraArgs));
 
