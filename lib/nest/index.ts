@@ -46,6 +46,7 @@ export * from './redlimit.metadata';
 export type { RedlimitModuleExtras } from './redlimit.module-definition';
 export * from './redlimit.module';
 export * from './redis-client.factory';
+export * from './redis-sentinel.util';
 export * from './skip-throttle.decorator';
 export * from './throttle.decorator';
 export * from './uncharged-attempt.util';

@@ -4,6 +4,7 @@ import { ipRangeList } from './ip-range.util';
 import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
 import { RedlimitConfigError } from './redlimit-config.error';
+import { parseHostPortList } from './redis-sentinel.util';
 import type {
   ClientIpHeader,
   ClientIpOptions,
@@ -23,6 +24,9 @@ export type EnvSource =
  * | variable | meaning |
  * | --- | --- |
  * | `REDLIMIT_REDIS_URL`, else `REDIS_URL` | `redis://` or `rediss://` URL |
+ * | `REDLIMIT_REDIS_SENTINELS` | `host:port,host:port`: the sentinels to ask (wins over `REDIS_URL`) |
+ * | `REDLIMIT_REDIS_SENTINEL_NAME` | the master's name in Sentinel (required with the above) |
+ * | `REDLIMIT_REDIS_CLUSTER_NODES` | `host:port,host:port`: startup nodes of a Redis Cluster (wins over `REDIS_URL`) |
  * | `REDLIMIT_PREFIX` | key prefix |
  * | `REDLIMIT_FAIL_MODE` | `closed`, `open` or `memory` |
  * | `REDLIMIT_TIMEOUT_MS` | whole ms ≥ 1 |
@@ -67,6 +71,8 @@ export function redlimitOptionsFromEnv(
     }
     options.redis = url;
   }
+  const topology = redisTopology(read);
+  if (topology !== undefined) options.redis = topology;
 
   const prefix = read('REDLIMIT_PREFIX');
   if (prefix !== undefined) options.prefix = prefix;
@@ -189,6 +195,61 @@ export function redlimitOptionsFromEnv(
     }
   }
   return options;
+}
+
+/**
+ * `redis: { nodes }` from REDLIMIT_REDIS_CLUSTER_NODES, or `redis: { sentinels, name }` from
+ * REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME. Each wins over the generic
+ * REDIS_URL (often set for another client of the app), never over REDLIMIT_REDIS_URL or the
+ * other: two Redis named for redlimit is an error.
+ */
+function redisTopology(
+  read: (name: string) => string | undefined,
+): RedlimitModuleOptions['redis'] | undefined {
+  const url = read('REDLIMIT_REDIS_URL');
+  const nodes = read('REDLIMIT_REDIS_CLUSTER_NODES');
+  const sentinels = read('REDLIMIT_REDIS_SENTINELS');
+  const name = read('REDLIMIT_REDIS_SENTINEL_NAME');
+  const alone = (variable: string, value: string, others: Record<string, unknown>): void => {
+    const other = Object.keys(others).find((key) => others[key] !== undefined);
+    if (other !== undefined) {
+      throw new RedlimitConfigError(variable, value, `${other} is set too; set one of them`);
+    }
+  };
+  const addresses = (variable: string, value: string) => {
+    try {
+      return parseHostPortList(value);
+    } catch (error) {
+      throw new RedlimitConfigError(variable, value, (error as Error).message);
+    }
+  };
+  if (nodes !== undefined) {
+    alone('REDLIMIT_REDIS_CLUSTER_NODES', nodes, {
+      REDLIMIT_REDIS_URL: url,
+      REDLIMIT_REDIS_SENTINELS: sentinels,
+    });
+    return { nodes: addresses('REDLIMIT_REDIS_CLUSTER_NODES', nodes) };
+  }
+  if (sentinels === undefined) {
+    if (name !== undefined) {
+      throw new RedlimitConfigError(
+        'REDLIMIT_REDIS_SENTINEL_NAME',
+        name,
+        'set REDLIMIT_REDIS_SENTINELS too (host:port of the sentinels)',
+      );
+    }
+    return undefined;
+  }
+  alone('REDLIMIT_REDIS_SENTINELS', sentinels, { REDLIMIT_REDIS_URL: url });
+  const parsed = addresses('REDLIMIT_REDIS_SENTINELS', sentinels);
+  if (name === undefined) {
+    throw new RedlimitConfigError(
+      'REDLIMIT_REDIS_SENTINEL_NAME',
+      '',
+      "required with REDLIMIT_REDIS_SENTINELS: the master's name in Sentinel",
+    );
+  }
+  return { sentinels: parsed, name };
 }
 
 /** `true` or `false` (any case). */

@@ -1,6 +1,7 @@
 import type { RedisOptions } from 'ioredis';
 import type { RedisClient } from '../stores/redis.store';
 import type { RedisConnectionOptions } from './redlimit-options.interface';
+import { isSentinelConnection, validateSentinelOptions } from './redis-sentinel.util';
 
 /** A Redis client for the module, and whether the module made it (and so must close it). */
 export interface ModuleRedisClient {
@@ -29,8 +30,9 @@ const SAFE_DEFAULTS: RedisOptions = {
 };
 
 /**
- * Returns the given client (`{ client }`), or creates one from a URL, ioredis options or cluster
- * nodes. ioredis is loaded only here, so an app using another store does not need it.
+ * Returns the given client (`{ client }`), or creates one from a URL, ioredis options, cluster
+ * nodes or sentinels (`{ sentinels, name }`, checked by {@link validateSentinelOptions} before
+ * anything connects). ioredis is loaded only here, so an app using another store does not need it.
  *
  * @example
  * const { client, owned } = await createRedisClient('redis://localhost:6379');
@@ -43,6 +45,9 @@ export async function createRedisClient(
       throw new TypeError('RedlimitModule redis.client must be an ioredis Redis or Cluster client');
     }
     return { client: options.client, owned: false };
+  }
+  if (typeof options === 'object' && options !== null) {
+    validateSentinelOptions(options as Readonly<Record<string, unknown>>);
   }
   const { Redis, Cluster } = await import('ioredis');
   if (typeof options === 'object' && options !== null && 'nodes' in options) {
@@ -62,8 +67,20 @@ export async function createRedisClient(
   }
   if (typeof options !== 'object' || options === null) {
     throw new TypeError(
-      'RedlimitModule redis must be a URL, ioredis options, { client } or { nodes }',
+      'RedlimitModule redis must be a URL, ioredis options, { client }, { nodes } or { sentinels, name }',
     );
+  }
+  if (isSentinelConnection(options)) {
+    // ioredis asks the sentinels for the master on every (re)connection, so a failover is
+    // followed: the offline queue and retries are bounded as for a single server.
+    const { sentinels, ...rest } = options;
+    const redis = new Redis({
+      ...SAFE_DEFAULTS,
+      ...rest,
+      sentinels: sentinels.map(({ host, port }) => ({ host, port })),
+    });
+    if (rest.enableOfflineQueue === undefined) closeOfflineQueueWhenReady(redis, redis.options);
+    return { client: redis, owned: true };
   }
   const { url, ...rest } = options;
   const settings: RedisOptions = { ...SAFE_DEFAULTS, ...rest };

@@ -5,6 +5,7 @@ import type { Store } from '../stores/store.interface';
 import { maskUrl } from './mask-url.util';
 import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 import { closeRedisClient, createRedisClient } from './redis-client.factory';
+import { isSentinelConnection } from './redis-sentinel.util';
 import type { RedisConnectionOptions, RedlimitModuleOptions } from './redlimit-options.interface';
 
 /** The key prefix of a RedisStore without one (the module's documented default). */
@@ -174,6 +175,10 @@ function describeRedis(redis: RedisConnectionOptions, client: RedisClient): stri
     if ((client as { isCluster?: boolean }).isCluster) return 'Cluster (the client passed in)';
     const { host, port } = client.options as { host?: string; port?: number };
     return `${host ?? 'localhost'}:${port ?? 6379} (the client passed in)`;
+  }
+  if (isSentinelConnection(redis)) {
+    const sentinels = redis.sentinels.map(({ host, port }) => `${host}:${port}`);
+    return `the master '${redis.name}' of Sentinel ${sentinels.join(', ')}`;
   }
   if (redis.url !== undefined) return maskUrl(redis.url);
   return `${redis.host ?? 'localhost'}:${redis.port ?? 6379}`;

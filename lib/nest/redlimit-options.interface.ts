@@ -7,6 +7,7 @@ import type { OpenTelemetryMetricsOptions } from '../metrics/opentelemetry.metri
 import type { PrometheusMetricsOptions } from '../metrics/prometheus.metrics';
 import type { RedisClient } from '../stores/redis.store';
 import type { RefusalCacheOptions } from '../stores/refusal-cache';
+import type { RedisSentinelOptions } from './redis-sentinel.util';
 import type { Store } from '../stores/store.interface';
 
 /**
@@ -26,18 +27,23 @@ export type RateLimitHeaderStyle = 'ietf' | 'legacy' | 'both' | false;
  * - a URL string, or `{ url, ...ioredisOptions }`, or plain ioredis options (`{ host, port }`):
  *   the module creates the client and closes it on application shutdown;
  * - `{ client }`: your own ioredis `Redis` or `Cluster`; the module never closes it;
- * - `{ nodes, clusterOptions? }`: the module creates an ioredis `Cluster` and closes it on shutdown.
+ * - `{ nodes, clusterOptions? }`: the module creates an ioredis `Cluster` and closes it on shutdown;
+ * - `{ sentinels, name, ...ioredisOptions }`: the module creates an ioredis client that asks the
+ *   sentinels where the master `name` is and follows failovers; closed on shutdown (see
+ *   {@link RedisSentinelOptions}).
  *
  * @example
  * RedlimitModule.forRoot({ redis: 'redis://localhost:6379' });
  * RedlimitModule.forRoot({ redis: { url: process.env.REDIS_URL, connectTimeout: 2000 } });
  * RedlimitModule.forRoot({ redis: { client: existingRedis } });
  * RedlimitModule.forRoot({ redis: { nodes: [{ host: 'redis-0', port: 6379 }] } });
+ * RedlimitModule.forRoot({ redis: { sentinels: [{ host: 'sentinel-0', port: 26379 }], name: 'mymaster' } });
  */
 export type RedisConnectionOptions =
   | string
   | { readonly client: RedisClient }
   | { readonly nodes: readonly ClusterNode[]; readonly clusterOptions?: ClusterOptions }
+  | RedisSentinelOptions
   | (RedisOptions & { readonly url?: string });
 
 /**
