@@ -3,6 +3,8 @@ import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { batchCall, type QueuedDecision } from './batch-args.util';
 import { ClockGate } from './clock-gate';
+import { type ClientPort, clientPort } from './clients/client-port';
+import type { RedisStoreClient } from './clients/redis-client.shape';
 import { ClockOffset } from './clock-offset';
 import { Coalescer } from './coalescer';
 import { MemoryStore } from './memory.store';
@@ -39,8 +41,12 @@ export type RedisClient = Redis | Cluster;
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
-  /** The ioredis client to run scripts on. The store never closes it. */
-  readonly client: RedisClient;
+  /**
+   * The client to run scripts on: ioredis or iovalkey (`Redis`, `Cluster`), or node-redis
+   * (`createClient()`, `createCluster()`), told apart by shape (see {@link RedisStoreClient}).
+   * The store never connects or closes it.
+   */
+  readonly client: RedisStoreClient;
   /** Prepended to every stored key. Default `'rl:'`. */
   readonly prefix?: string;
   /**
@@ -112,7 +118,7 @@ const OPTIONS: ReadonlySet<string> = new Set([
 export class RedisStore implements Store {
   /** Prepended to every stored key. */
   readonly prefix: string;
-  private readonly client: RedisClient;
+  private readonly client: ClientPort;
   private readonly clock?: () => number;
   private readonly expiryOffsetMs: number;
   private readonly cluster: boolean;
@@ -129,10 +135,7 @@ export class RedisStore implements Store {
   private readonly slotTurns = new SlotTurns();
 
   constructor(options: RedisStoreOptions) {
-    const client = options?.client;
-    if (!client || typeof (client as { defineCommand?: unknown }).defineCommand !== 'function') {
-      throw new TypeError('RedisStore options.client must be an ioredis Redis or Cluster client');
-    }
+    const client = clientPort(options?.client, 'RedisStore options.client');
     for (const name of Object.keys(options)) {
       if (!OPTIONS.has(name)) {
         throw new TypeError(
@@ -155,7 +158,7 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.clock = options.clock;
     this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
-    this.cluster = (client as { isCluster?: unknown }).isCluster === true;
+    this.cluster = client.cluster;
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }

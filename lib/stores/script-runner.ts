@@ -1,10 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { ClientPort } from './clients/client-port';
 import { type ScriptId, scriptLibrary } from './scripts';
-
-/** An ioredis client: a single `Redis` connection or a `Cluster`. */
-type Client = Redis | Cluster;
-
-type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
 
 /** A call that did not run and goes again once the runner has recovered. */
 interface Retry {
@@ -60,7 +55,7 @@ export class ScriptRunner {
   private readonly inFlight = new Set<number>();
   private recovery?: Recovery;
 
-  constructor(private readonly client: Client) {}
+  constructor(private readonly client: ClientPort) {}
 
   /** Runs script `id` with these KEYS and ARGV; resolves to its reply. */
   run(
@@ -173,22 +168,16 @@ export class ScriptRunner {
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {
-    const argv: Array<string | number> = [this.library.functionName(id), keys.length];
-    for (const key of keys) argv.push(key);
-    for (const arg of args) argv.push(arg);
-    return this.client.call('fcall', argv);
+    return this.client.fcall(this.library.functionName(id), keys, args);
   }
 
   /** `FUNCTION LOAD` on the server, or on every master of a Cluster; switches to scripts if denied. */
   private async load(): Promise<void> {
-    const cluster = (this.client as { isCluster?: unknown }).isCluster === true;
-    const nodes: Redis[] = cluster
-      ? (this.client as Cluster).nodes('master')
-      : [this.client as Redis];
     try {
+      const masters = await this.client.masters();
       await Promise.all(
-        nodes.map((node) =>
-          node.call('function', 'load', this.library.source).catch((error: unknown) => {
+        masters.map((send) =>
+          send(['FUNCTION', 'LOAD', this.library.source]).catch((error: unknown) => {
             if (!isAlreadyLoaded(error)) throw error;
           }),
         ),
@@ -199,29 +188,15 @@ export class ScriptRunner {
     }
   }
 
-  /**
-   * A script by SHA; ioredis loads it again with EVAL when Redis answers NOSCRIPT. ioredis retries
-   * once, and may send that retry as EVALSHA (another retry has just loaded the script on this
-   * connection): a second flush in between answers NOSCRIPT again. NOSCRIPT means the script did
-   * not run, so the call is sent once more as EVAL, which cannot answer it.
-   */
+  /** A script by SHA, sent again as EVAL when Redis answers NOSCRIPT (see {@link ClientPort}). */
   private evalsha(
     id: ScriptId,
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {
-    const command = `redlimit_${id.replace(/[-/]/g, '_')}`;
+    const name = `redlimit_${id.replace(/[-/]/g, '_')}`;
     const lua = this.library.evalSource(id);
-    const client = this.client as unknown as Record<string, ScriptCommand | undefined>;
-    if (!client[command]) this.client.defineCommand(command, { lua });
-    const call = client[command] as ScriptCommand;
-    return call
-      .call(this.client, keys.length, ...keys, ...args)
-      .catch((error: unknown) => {
-        if (!isNoScript(error)) throw error;
-        return this.client.eval(lua, keys.length, ...keys, ...args);
-      })
-      .catch(explainScriptError);
+    return this.client.evalScript({ name, lua }, keys, args).catch(explainScriptError);
   }
 }
 
@@ -253,11 +228,6 @@ function isFunctionUnavailable(error: unknown): boolean {
     /^NOPERM .*'(fcall|fcall_ro|function)[|' ]/i.test(message) ||
     (/unknown (redis )?command/i.test(message) && /'(fcall|function)'/i.test(message))
   );
-}
-
-/** Redis did not have the script: it did not run, so sending it again cannot spend twice. */
-function isNoScript(error: unknown): boolean {
-  return messageOf(error).startsWith('NOSCRIPT');
 }
 
 /** Script errors a user can act on get a message that says what to do; others stay as they are. */

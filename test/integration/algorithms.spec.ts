@@ -1,7 +1,7 @@
 import { type Algorithm, Limiter, RedisStore } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('algorithms');
+const stores = backends('algorithms', { nodeRedis: true });
 const BUCKETS: Algorithm[] = ['token-bucket', 'gcra'];
 
 describe.each(stores)('$name store', (backend) => {

@@ -1,7 +1,7 @@
 import { ALGORITHMS, Limiter, RedisStore, type Store } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('all-or-nothing');
+const stores = backends('all-or-nothing', { nodeRedis: true });
 
 describe.each(stores)('$name store', (backend) => {
   describe.each(ALGORITHMS)('%s', (algorithm) => {

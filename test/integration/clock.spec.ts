@@ -3,7 +3,7 @@ import { type Algorithm, Limiter, type Receipt, RedisStore, storageKey } from '.
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('clock');
+const stores = backends('clock', { nodeRedis: true });
 const WINDOWED: Algorithm[] = ['fixed-window', 'sliding-window'];
 
 describe.each(stores.filter((b) => b.name !== 'memory'))(
@@ -23,7 +23,7 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
         const policy = { name: 'wall', algorithm, limit: 5, window: '7d' };
         const here = new Limiter(
           new RedisStore({
-            client: backend.client!,
+            client: backend.storeClient!,
             prefix: first.prefix,
             clock: () => Date.now(),
           }),
@@ -31,7 +31,7 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
         );
         const there = new Limiter(
           new RedisStore({
-            client: backend.client!,
+            client: backend.storeClient!,
             prefix: first.prefix,
             clock: () => Date.now() - 1,
           }),

@@ -10,7 +10,7 @@ import {
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('ledger');
+const stores = backends('ledger', { nodeRedis: true });
 const copy = (receipt: Receipt): Receipt => JSON.parse(JSON.stringify(receipt)) as Receipt;
 
 describe.each(stores)('$name store: the refund ledger', (backend) => {

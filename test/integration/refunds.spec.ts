@@ -1,7 +1,7 @@
 import { ALGORITHMS, Limiter, type Receipt, RedisStore } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('refunds');
+const stores = backends('refunds', { nodeRedis: true });
 
 describe.each(stores)('$name store', (backend) => {
   describe.each(ALGORITHMS)('%s refunds', (algorithm) => {

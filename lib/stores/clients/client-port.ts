@@ -1,0 +1,106 @@
+import { IoredisPort } from './ioredis.port';
+import { NodeRedisClusterPort, NodeRedisPort } from './node-redis.port';
+import type {
+  IoredisLikeClient,
+  NodeRedisLikeClient,
+  NodeRedisLikeCluster,
+  RedisStoreClient,
+} from './redis-client.shape';
+
+/** Sends one command, given as its arguments, to one node. */
+export type CommandSender = (args: string[]) => Promise<unknown>;
+
+/** A script sent as EVALSHA (and as EVAL when the server lacks it). */
+export interface EvalScript {
+  /** A name of its own (ioredis defines a command by it). */
+  readonly name: string;
+  /** Its source. */
+  readonly lua: string;
+}
+
+/**
+ * What RedisStore needs of a client, whichever package made it: script calls (routed by their
+ * first key on a Cluster), `TIME`, the masters to load the function library on, the state.
+ */
+export interface ClientPort {
+  /** Whether the client is a Cluster client (keys of one script call must share a slot). */
+  readonly cluster: boolean;
+  /** The connection state, in ioredis's words where it can (`ready`, `end`, …). */
+  status(): string;
+  /** One Redis `TIME`: [seconds, microseconds]. */
+  time(): Promise<ReadonlyArray<string | number>>;
+  /** `FCALL fn numkeys keys… args…`. */
+  fcall(
+    fn: string,
+    keys: readonly string[],
+    args: ReadonlyArray<string | number>,
+  ): Promise<unknown>;
+  /**
+   * The script by SHA, sent again as EVAL when Redis answers NOSCRIPT (which means it did not
+   * run, so sending it again cannot spend twice).
+   */
+  evalScript(
+    script: EvalScript,
+    keys: readonly string[],
+    args: ReadonlyArray<string | number>,
+  ): Promise<unknown>;
+  /** A sender per master: the server itself, or every master of a Cluster. */
+  masters(): Promise<CommandSender[]>;
+}
+
+/** Whether `client` has the shape of a client RedisStore runs on (see {@link RedisStoreClient}). */
+export function isRedisStoreClient(client: unknown): client is RedisStoreClient {
+  return shapeOf(client) !== undefined;
+}
+
+/**
+ * The port of a client, chosen by its shape: ioredis/iovalkey (`defineCommand`), a node-redis
+ * Cluster (`nodeClient`, `masters`) or client (`sendCommand`, `isReady`).
+ *
+ * @throws TypeError naming `name` when the client has none of these shapes, or is a node-redis
+ *   client pool or Sentinel client (not supported)
+ */
+export function clientPort(client: unknown, name: string): ClientPort {
+  switch (shapeOf(client)) {
+    case 'ioredis':
+      return new IoredisPort(client as IoredisLikeClient);
+    case 'node-redis cluster':
+      return new NodeRedisClusterPort(client as NodeRedisLikeCluster);
+    case 'node-redis':
+      return new NodeRedisPort(client as NodeRedisLikeClient);
+  }
+  const has = (member: string) =>
+    typeof client === 'object' &&
+    client !== null &&
+    typeof (client as Record<string, unknown>)[member] === 'function';
+  if (has('getMasterNode')) {
+    throw new TypeError(
+      `${name} is a node-redis Sentinel client, which redlimit does not take yet`,
+    );
+  }
+  if (has('execute')) {
+    throw new TypeError(
+      `${name} is a node-redis client pool: redlimit needs one connection (a pool runs commands ` +
+        'on several, out of issue order); pass a createClient() client',
+    );
+  }
+  throw new TypeError(
+    `${name} must be an ioredis or iovalkey Redis or Cluster, or a node-redis createClient() or ` +
+      'createCluster() client',
+  );
+}
+
+function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluster' | undefined {
+  if (typeof client !== 'object' || client === null) return undefined;
+  const members = client as Record<string, unknown>;
+  if (typeof members.defineCommand === 'function' && typeof members.call === 'function') {
+    return 'ioredis';
+  }
+  if (typeof members.sendCommand !== 'function') return undefined;
+  if (typeof members.nodeClient === 'function' && 'masters' in members) return 'node-redis cluster';
+  // A Sentinel client has isReady too, but sends commands as (isReadonly, args); a pool has none.
+  if (typeof members.isReady === 'boolean' && typeof members.getMasterNode !== 'function') {
+    return 'node-redis';
+  }
+  return undefined;
+}
