@@ -1,0 +1,264 @@
+// The chaos run: 4 worker processes, each with its own connections, call every algorithm (single
+// keys, two keys, stacks) at a steady rate over a few thousand keys, first against one
+// redis-server, then against a local 6-node Cluster, while a fault schedule plays. Afterwards a
+// ledger checks every charged key against its policy (see chaos/ledger.ts), and the probe keys
+// against what Redis stored.
+//
+//   npm run chaos -- [--quick] [--phase-ms N] [--rate N] [--out DIR] [--no-write]
+//
+// Must be zero: over-admitted units, decisions slower than timeoutMs + 50 ms, errors reaching a
+// caller, phantom spends, unhandled rejections. The exit status is 1 when one is not.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+import { storageKey } from '../lib';
+import { audit, type LossEvent, type Phase, type ProbeRead, readLogs } from './chaos/ledger';
+import { type FromWorker, PROBE, PROBE_KEYS, probeKey, type ToWorker } from './chaos/plan';
+import {
+  failures,
+  latencyChart,
+  targetNotes,
+  targetTable,
+  type TargetResult,
+} from './chaos/report';
+import { type FaultTimings, localCluster, singleRedis, type Target } from './chaos/targets';
+import { parseCommandLine, positiveInteger } from './support/cli.util';
+import { redisVersion } from './support/redis.util';
+import { describeMachine, machine, RESULTS_DIR, writeResult } from './support/report.util';
+import { findRedisServerBinary } from '../test/support/redis-server';
+
+const USAGE = `npm run chaos -- [options]
+  --quick        the CI run: fewer faults, 2 s phases (about 40 s instead of about 3 min)
+  --phase-ms N   length of a phase (default 9000, --quick 2000)
+  --rate N       calls per second per worker (default 250)
+  --out DIR      where chaos.md and chaos.svg go (default bench/results; --quick: chaos-quick.*)
+  --no-write     print the tables only
+  --keep-logs    keep the workers' logs (their directory is printed)`;
+
+const WORKERS = 4;
+
+const options = parseCommandLine(USAGE, {
+  quick: { type: 'boolean' },
+  'phase-ms': { type: 'string' },
+  rate: { type: 'string' },
+  out: { type: 'string' },
+  'no-write': { type: 'boolean' },
+  'keep-logs': { type: 'boolean' },
+});
+const quick = options.quick ?? false;
+const phaseMs = positiveInteger(
+  options['phase-ms'] ?? (quick ? '2000' : '9000'),
+  'phase-ms',
+  USAGE,
+);
+const rate = positiveInteger(options.rate ?? '250', 'rate', USAGE);
+/** Before a phase's fault: time for the previous phase's late replies, then its probes are read. */
+const leadMs = Math.min(1_500, Math.round(phaseMs * 0.3));
+/** After a fault has been played and the target serves again: load on the recovered target. */
+const minTailMs = Math.round(phaseMs * 0.4);
+const timings: FaultTimings = quick
+  ? { stopMs: 1_000, sleepMs: 800 }
+  : { stopMs: 1_500, sleepMs: 1_000 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Worker {
+  readonly child: ChildProcess;
+  next(type: FromWorker['type']): Promise<FromWorker>;
+}
+
+function startWorker(index: number): Worker {
+  const child = fork(join(__dirname, 'chaos', 'worker.ts'), [], {
+    execArgv: ['-r', require.resolve('ts-node/register/transpile-only'), '--expose-gc'],
+    env: { ...process.env, CHAOS_WORKER: String(index), CHAOS_SEED: '17' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const inbox: FromWorker[] = [];
+  let waiting: ((message: FromWorker) => void) | undefined;
+  child.on('message', (message: FromWorker) => {
+    if (waiting) waiting(message);
+    else inbox.push(message);
+  });
+  const next = (type: FromWorker['type']) =>
+    new Promise<FromWorker>((resolve, reject) => {
+      const queued = inbox.shift();
+      if (queued) return queued.type === type ? resolve(queued) : reject(new Error('out of order'));
+      const onExit = (code: number | null) =>
+        reject(new Error(`worker ${index} exited (${code}) while the run waited for '${type}'`));
+      child.once('exit', onExit);
+      waiting = (message) => {
+        waiting = undefined;
+        child.off('exit', onExit);
+        if (message.type === type) resolve(message);
+        else reject(new Error(`worker ${index} sent '${message.type}', expected '${type}'`));
+      };
+    });
+  return { child, next };
+}
+
+function broadcast(workers: readonly Worker[], message: ToWorker): void {
+  for (const w of workers) w.child.send(message);
+}
+
+async function readProbes(target: Target, prefix: string, phase: number): Promise<ProbeRead> {
+  const keys: string[] = [];
+  for (let w = 0; w < WORKERS; w++)
+    for (let n = 0; n < PROBE_KEYS; n++) keys.push(probeKey(phase, w, n));
+  const { values, redisNow } = await target.read(
+    keys.map((key) => storageKey(prefix, key, PROBE.name, 0)),
+  );
+  const counts = new Map<string, number>();
+  keys.forEach((key, i) => counts.set(key, Number(values[i] ?? 0)));
+  return { phase, redisNow, counts };
+}
+
+async function runTarget(
+  target: Target,
+  workers: readonly Worker[],
+  logDir: string,
+): Promise<TargetResult> {
+  const faults = target.faults.filter((f) => !quick || f.quick);
+  const prefix = `chaos:${target.name}:`;
+  const logs = workers.map((_, i) => join(logDir, `${target.name}-${i}.log`));
+  workers.forEach((w, i) =>
+    w.child.send({
+      type: 'target',
+      url: target.url,
+      nodes: target.nodes,
+      prefix,
+      log: logs[i]!,
+      ratePerSecond: rate,
+    } satisfies ToWorker),
+  );
+  await Promise.all(workers.map((w) => w.next('ready')));
+  const redisStartBytes = await target.memoryBytes();
+  const began = Date.now();
+  const phases: Phase[] = [];
+  const losses: LossEvent[] = [];
+  const probes: ProbeRead[] = [];
+  const problems: string[] = [];
+  for (const [index, fault] of faults.entries()) {
+    const start = Date.now();
+    if (index > 0) phases[index - 1] = { ...phases[index - 1]!, end: start };
+    phases.push({ name: fault.name, start, end: Infinity });
+    broadcast(workers, { type: 'phase', phase: index });
+    process.stdout.write(`  ${target.name}: ${fault.name} …`);
+    await sleep(leadMs);
+    if (index > 0) probes.push(await readProbes(target, prefix, index - 1));
+    try {
+      losses.push(...(await fault.apply()));
+    } catch (error) {
+      problems.push(`the fault '${fault.name}' failed: ${(error as Error).message}`);
+    }
+    await sleep(Math.max(minTailMs, start + phaseMs - Date.now()));
+    process.stdout.write(` ${((Date.now() - start) / 1000).toFixed(1)} s\n`);
+  }
+  phases[phases.length - 1] = { ...phases[phases.length - 1]!, end: Date.now() };
+  broadcast(workers, { type: 'stop' });
+  const done = await Promise.all(workers.map((w) => w.next('done')));
+  probes.push(await readProbes(target, prefix, faults.length - 1));
+  const redisEndBytes = await target.memoryBytes();
+  const seconds = (Date.now() - began) / 1000;
+  const sum = (pick: (d: Extract<FromWorker, { type: 'done' }>) => number) =>
+    done.reduce((total, d) => total + (d.type === 'done' ? pick(d) : 0), 0);
+  const rows = audit(phases, readLogs(logs), losses, probes);
+  return {
+    name: target.name,
+    description: target.description,
+    seconds,
+    rows,
+    heapStartBytes: sum((d) => d.heapStartBytes),
+    heapEndBytes: sum((d) => d.heapEndBytes),
+    redisStartBytes,
+    redisEndBytes,
+    unhandledRejections: sum((d) => d.unhandledRejections),
+    uncaughtExceptions: sum((d) => d.uncaughtExceptions),
+    maxLoopDelayMs: Math.max(...done.map((d) => (d.type === 'done' ? d.maxLoopDelayMs : 0))),
+    problems,
+  };
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const logDir = mkdtempSync(join(os.tmpdir(), 'redlimit-chaos-'));
+  const workers = Array.from({ length: WORKERS }, (_, i) => startWorker(i));
+  const results: TargetResult[] = [];
+  let version = 'unknown';
+  try {
+    for (const make of [singleRedis, localCluster]) {
+      const target = await make(timings);
+      try {
+        if (results.length === 0 && target.url) {
+          const { default: Redis } = await import('ioredis');
+          const client = new Redis(target.url);
+          version = await redisVersion(client);
+          client.disconnect();
+        }
+        console.log(`${target.name}: ${target.description}`);
+        results.push(await runTarget(target, workers, logDir));
+      } finally {
+        await target.stop();
+      }
+    }
+  } finally {
+    for (const w of workers) w.child.disconnect();
+    if (options['keep-logs']) console.log(`logs kept in ${logDir}`);
+    else rmSync(logDir, { recursive: true, force: true });
+  }
+
+  const seconds = (Date.now() - started) / 1000;
+  const command = `npm run chaos${quick ? ' -- --quick' : ''}`;
+  const subtitle =
+    `${command}: ${WORKERS} workers × ${rate} calls/s, ${phaseMs / 1000} s phases, ` +
+    `${seconds.toFixed(0)} s in all`;
+  const failed = failures(results);
+  const verdict = failed.length
+    ? `**Failed:** ${failed.join('; ')}.`
+    : 'Every must-be-zero figure is 0 (over-admitted, phantom, slow, errors, unhandled rejections).';
+  const sections = results.map(
+    (r) =>
+      `## ${r.name === 'redis' ? 'One Redis' : 'Redis Cluster'}: ${r.description}\n\n` +
+      `${targetTable(r)}\n\n${targetNotes(r)}`,
+  );
+  const markdown = [
+    `# Chaos run${quick ? ' (quick)' : ''}`,
+    `${describeMachine(machine(version))}. \`${command}\`: ${WORKERS} worker processes, each ` +
+      `with its own connections, ${rate} calls/s each (single keys, two keys and stacks over ` +
+      `every algorithm, 16 hot and 2,000 cold keys per key space), timeoutMs 500, fail closed; ` +
+      `${phaseMs / 1000} s phases, ${seconds.toFixed(0)} s in all.`,
+    verdict,
+    ...sections,
+    [
+      'Columns: **over-admitted**, units charged past a policy with the documented losses ' +
+        'allowed for (must be 0); **lost by failover**, units past a policy that only a loss ' +
+        'event explains (a restart without persistence, a master killed before its replica had a ' +
+        'charge), plus probe units Redis no longer counted; **phantom**, probe units Redis ' +
+        'counted that no caller was told were admitted (must be 0); **slow**, decisions slower ' +
+        'than timeoutMs + 50 ms (must be 0); **errors**, calls that rejected or were allowed ' +
+        'without a charge (must be 0); **store failed**, refusals because Redis failed or ' +
+        'timed out (fail closed, expected during a fault). A phase runs from its first call to ' +
+        'the next phase: the fault, then the recovered target.',
+    ].join(''),
+    `![p99 latency per phase](${quick ? 'chaos-quick' : 'chaos'}.svg)`,
+  ].join('\n\n');
+  console.log(`\n${markdown}`);
+  if (!options['no-write']) {
+    const dir = options.out ?? RESULTS_DIR;
+    const name = quick ? 'chaos-quick' : 'chaos';
+    writeResult(dir, `${name}.md`, markdown);
+    writeResult(dir, `${name}.svg`, latencyChart(results, subtitle));
+    console.log(`\nwrote ${join(dir, name)}.md and .svg`);
+  }
+  return failed.length ? 1 : 0;
+}
+
+// The harness spawns redis-server; fail early with its message if there is none.
+findRedisServerBinary();
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(1);
+  },
+);

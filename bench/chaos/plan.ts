@@ -1,0 +1,104 @@
+/**
+ * What the chaos run drives, shared by the orchestrator (bench/chaos.ts), its workers
+ * (worker.ts) and the ledger (ledger.ts): the policies, the key spaces, the mix of calls, the log
+ * format and the messages between the processes.
+ */
+import type { PolicyOptions } from '../../lib';
+
+/** The policies every worker builds, each on its own algorithm; windows are short so they bind. */
+export const POLICIES: readonly PolicyOptions[] = [
+  {
+    name: 'fw',
+    algorithm: 'fixed-window',
+    limit: 5,
+    window: '1s',
+    limits: [{ limit: 20, window: '10s' }],
+  },
+  { name: 'sw', algorithm: 'sliding-window', limit: 5, window: '2s' },
+  { name: 'tb', algorithm: 'token-bucket', limit: 5, window: '1s', burst: 8 },
+  { name: 'gcra', algorithm: 'gcra', limit: 5, window: '1s', burst: 3 },
+  { name: 'sl', algorithm: 'sliding-log', limit: 5, window: '2s' },
+];
+
+/**
+ * The probe: a fixed window nobody can exhaust, on keys of their own per phase. Its stored
+ * counter must equal the units admitted in its window; more is a spend applied although its
+ * caller was told otherwise (a phantom spend), less is a spend Redis lost.
+ */
+export const PROBE: PolicyOptions = {
+  name: 'probe',
+  algorithm: 'fixed-window',
+  limit: 1_000_000,
+  window: '1h',
+};
+
+/** Probe keys per worker and phase. */
+export const PROBE_KEYS = 20;
+
+/** Hot keys (where the limits bind) and cold keys (the long tail) of each key space. */
+export const HOT_KEYS = 16;
+export const COLD_KEYS = 2_000;
+
+/** How long a decision may wait for Redis. */
+export const TIMEOUT_MS = 500;
+/** A decision slower than `TIMEOUT_MS` + this is slow (must not happen). */
+export const SLOW_MARGIN_MS = 50;
+
+/** One kind of call a worker makes, with its share of the calls. */
+export type CallKind = 'fw' | 'sw' | 'tb' | 'gcra' | 'sl' | 'multi' | 'stack' | 'probe';
+
+export const CALL_MIX: ReadonlyArray<readonly [CallKind, number]> = [
+  ['fw', 0.12],
+  ['sw', 0.12],
+  ['tb', 0.12],
+  ['gcra', 0.12],
+  ['sl', 0.12],
+  ['multi', 0.15],
+  ['stack', 0.15],
+  ['probe', 0.1],
+];
+
+/** The probe key `n` of `worker` in `phase`. */
+export function probeKey(phase: number, worker: number, n: number): string {
+  return `probe:${phase}:${worker}:${n}`;
+}
+
+/**
+ * Log lines, tab-separated, one file per worker and target:
+ * - `D start latencyMs kind outcome`: one per call; `start` in ms since the epoch (this
+ *   machine's clock, which Redis `TIME` reads too); outcome `a` allowed, `r` refused by its
+ *   budget, `f` refused because the store failed (fail closed), `e` rejected (an error reached
+ *   the caller), `u` allowed without a charge (must not happen under fail closed);
+ * - `S start policy key cost at`: one per key charged by an allowed call; `at` is the Redis
+ *   clock when that key was charged (the receipt's `atByKey`, else `at`), which names its window.
+ */
+export type Outcome = 'a' | 'r' | 'f' | 'e' | 'u';
+
+/** Orchestrator → worker. */
+export type ToWorker =
+  | {
+      readonly type: 'target';
+      /** `redis://…` for one Redis, or the JSON of the Cluster's startup nodes. */
+      readonly url?: string;
+      readonly nodes?: ReadonlyArray<{ host: string; port: number }>;
+      readonly prefix: string;
+      readonly log: string;
+      readonly ratePerSecond: number;
+    }
+  | { readonly type: 'phase'; readonly phase: number }
+  | { readonly type: 'stop' };
+
+/** Worker → orchestrator. */
+export type FromWorker =
+  | { readonly type: 'ready' }
+  | {
+      readonly type: 'done';
+      readonly calls: number;
+      readonly heapStartBytes: number;
+      readonly heapEndBytes: number;
+      readonly unhandledRejections: number;
+      readonly uncaughtExceptions: number;
+      readonly clientErrors: number;
+      /** Largest event-loop delay seen while driving, in ms. */
+      readonly maxLoopDelayMs: number;
+    };

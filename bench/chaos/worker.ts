@@ -1,0 +1,267 @@
+/**
+ * One worker process of the chaos run (forked by bench/chaos.ts with ts-node, transpile only).
+ * For each target it is sent, it opens its own connections, builds every policy of plan.ts and
+ * calls them at a steady rate (an open loop: calls go out on schedule whatever the answers do),
+ * logging every call and every charged key (see plan.ts for the format) until told to stop.
+ */
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import Redis, { Cluster } from 'ioredis';
+import { type Decision, Limiter, RedisStore, type StackedDecision } from '../../lib';
+import { seededRandom } from '../support/stats.util';
+import {
+  CALL_MIX,
+  type CallKind,
+  COLD_KEYS,
+  type FromWorker,
+  HOT_KEYS,
+  type Outcome,
+  POLICIES,
+  PROBE,
+  PROBE_KEYS,
+  probeKey,
+  TIMEOUT_MS,
+  type ToWorker,
+} from './plan';
+
+type TargetMessage = Extract<ToWorker, { type: 'target' }>;
+
+const worker = Number(process.env.CHAOS_WORKER ?? 0);
+const random = seededRandom(Number(process.env.CHAOS_SEED ?? 1) * 1000 + worker);
+let unhandledRejections = 0;
+let uncaughtExceptions = 0;
+process.on('unhandledRejection', (reason) => {
+  unhandledRejections++;
+  process.stderr.write(`worker ${worker}: unhandled rejection: ${String(reason)}\n`);
+});
+process.on('uncaughtException', (error) => {
+  uncaughtExceptions++;
+  process.stderr.write(`worker ${worker}: uncaught exception: ${error.stack ?? error.message}\n`);
+});
+
+function send(message: FromWorker): void {
+  process.send?.(message);
+}
+
+function gc(): void {
+  (globalThis as { gc?: () => void }).gc?.();
+}
+
+/** Half the workers use ioredis defaults (offline queue, 20 retries, commands resent after a
+ * reconnect); the others the settings the Nest module gives its own clients. */
+function connect(target: TargetMessage): Redis | Cluster {
+  const safe = worker % 2 === 1;
+  const options = safe ? { maxRetriesPerRequest: 1, autoResendUnfulfilledCommands: false } : {};
+  if (target.nodes) {
+    return new Cluster(
+      target.nodes.map((n) => ({ ...n })),
+      { redisOptions: { connectTimeout: 2_000, ...options } },
+    );
+  }
+  return new Redis(target.url!, { connectTimeout: 2_000, ...options });
+}
+
+function pick<T>(items: ReadonlyArray<readonly [T, number]>): T {
+  let u = random();
+  for (const [item, share] of items) {
+    if ((u -= share) < 0) return item;
+  }
+  return items[items.length - 1]![0];
+}
+
+function callerKey(space: 'ip' | 'user'): string {
+  return random() < 0.5
+    ? `${space}:h${Math.floor(random() * HOT_KEYS)}`
+    : `${space}:c${Math.floor(random() * COLD_KEYS)}`;
+}
+
+class Run {
+  private readonly client: Redis | Cluster;
+  private readonly limiters = new Map<string, Limiter>();
+  private readonly probe: Limiter;
+  private readonly log: WriteStream;
+  private lines: string[] = [];
+  private phase = 0;
+  private inFlight = 0;
+  private drained?: () => void;
+  calls = 0;
+  clientErrors = 0;
+
+  constructor(private readonly target: TargetMessage) {
+    this.client = connect(target);
+    this.client.on('error', () => this.clientErrors++);
+    const store = new RedisStore({ client: this.client, prefix: target.prefix });
+    const options = { timeoutMs: TIMEOUT_MS, onStoreFailure: () => {} };
+    for (const policy of POLICIES)
+      this.limiters.set(policy.name, new Limiter(store, policy, options));
+    this.probe = new Limiter(store, PROBE, options);
+    this.log = createWriteStream(target.log);
+  }
+
+  async warm(): Promise<void> {
+    // Functions loaded and the clock offset measured before the clock starts.
+    for (const limiter of [...this.limiters.values(), this.probe])
+      await limiter.peek(`warm:${worker}`);
+    if (this.client instanceof Redis && this.target.url && worker % 2 === 1) {
+      // As the Nest module does once ready: calls fail at once while disconnected.
+      this.client.options.enableOfflineQueue = false;
+    }
+  }
+
+  setPhase(phase: number): void {
+    this.phase = phase;
+  }
+
+  /** Calls at `ratePerSecond` until `stopped()` says so. */
+  async drive(stopped: () => boolean): Promise<void> {
+    const start = performance.now();
+    let issued = 0;
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    while (!stopped()) {
+      const due = Math.floor(((performance.now() - start) / 1000) * this.target.ratePerSecond);
+      for (let n = 0; issued < due && n < 100; n++, issued++) this.call();
+      this.flush();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    delay.disable();
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    // Late replies are refunded by their receipts: give those refunds time to land.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    this.maxLoopDelayMs = delay.max / 1e6;
+  }
+
+  maxLoopDelayMs = 0;
+
+  private call(): void {
+    const kind = pick(CALL_MIX);
+    const cost = random() < 0.7 ? 1 : 2;
+    const startedAt = Date.now();
+    const t0 = performance.now();
+    this.calls++;
+    this.inFlight++;
+    const settled = (outcome: Outcome) => {
+      this.lines.push(
+        `D\t${startedAt}\t${(performance.now() - t0).toFixed(2)}\t${kind}\t${outcome}`,
+      );
+      if (--this.inFlight === 0) this.drained?.();
+    };
+    this.decide(kind, cost).then(
+      ({ outcome, charged }) => {
+        for (const d of charged) this.charged(startedAt, d);
+        settled(outcome);
+      },
+      (error: unknown) => {
+        process.stderr.write(`worker ${worker}: ${kind} rejected: ${String(error)}\n`);
+        settled('e');
+      },
+    );
+  }
+
+  private async decide(
+    kind: CallKind,
+    cost: number,
+  ): Promise<{ outcome: Outcome; charged: readonly Decision[] }> {
+    if (kind === 'stack') {
+      const stacked = await Limiter.consumeAll([
+        { limiter: this.limiters.get('sw')!, keys: callerKey('ip') },
+        { limiter: this.limiters.get('tb')!, keys: callerKey('user'), cost },
+      ]);
+      return { outcome: stackOutcome(stacked), charged: stacked.allowed ? stacked.decisions : [] };
+    }
+    let limiter: Limiter;
+    let keys: string | string[];
+    if (kind === 'probe') {
+      limiter = this.probe;
+      keys = probeKey(this.phase, worker, Math.floor(random() * PROBE_KEYS));
+    } else if (kind === 'multi') {
+      limiter = this.limiters.get(POLICIES[Math.floor(random() * POLICIES.length)]!.name)!;
+      keys = [callerKey('ip'), callerKey('user')];
+    } else {
+      limiter = this.limiters.get(kind)!;
+      keys = callerKey(random() < 0.5 ? 'ip' : 'user');
+    }
+    const decision = await limiter.consume(keys, { cost });
+    return { outcome: outcome(decision), charged: decision.allowed ? [decision] : [] };
+  }
+
+  private charged(startedAt: number, decision: Decision): void {
+    const { receipt } = decision;
+    if (!receipt.spent) return;
+    receipt.keys.forEach((key, i) => {
+      const at = receipt.atByKey?.[i] ?? receipt.at;
+      this.lines.push(`S\t${startedAt}\t${receipt.policy}\t${key}\t${receipt.cost}\t${at}`);
+    });
+  }
+
+  private flush(): void {
+    if (this.lines.length === 0) return;
+    this.log.write(`${this.lines.join('\n')}\n`);
+    this.lines = [];
+  }
+
+  async close(): Promise<void> {
+    this.flush();
+    await new Promise<void>((resolve) => this.log.end(resolve));
+    this.client.disconnect();
+  }
+}
+
+function outcome(decision: Decision): Outcome {
+  if (decision.failure) return decision.allowed ? 'u' : 'f';
+  if (!decision.allowed) return 'r';
+  return decision.receipt.spent ? 'a' : 'u';
+}
+
+function stackOutcome(stacked: StackedDecision): Outcome {
+  if (stacked.decisions.some((d) => d.failure)) return stacked.allowed ? 'u' : 'f';
+  if (!stacked.allowed) return 'r';
+  return stacked.decisions.every((d) => d.receipt.spent) ? 'a' : 'u';
+}
+
+let run: Run | undefined;
+let stopping = false;
+/** Resolves at the first phase: every worker starts driving together. */
+let go: (() => void) | undefined;
+
+process.on('message', (message: ToWorker) => {
+  if (message.type === 'target') {
+    stopping = false;
+    void runTarget(message);
+  } else if (message.type === 'phase') {
+    run?.setPhase(message.phase);
+    go?.();
+  } else {
+    stopping = true;
+  }
+});
+
+async function runTarget(target: TargetMessage): Promise<void> {
+  run = new Run(target);
+  await run.warm();
+  gc();
+  const heapStartBytes = process.memoryUsage().heapUsed;
+  const rejectionsBefore = unhandledRejections;
+  const exceptionsBefore = uncaughtExceptions;
+  const started = new Promise<void>((resolve) => (go = resolve));
+  send({ type: 'ready' });
+  await started;
+  go = undefined;
+  await run.drive(() => stopping);
+  gc();
+  const heapEndBytes = process.memoryUsage().heapUsed;
+  await run.close();
+  send({
+    type: 'done',
+    calls: run.calls,
+    heapStartBytes,
+    heapEndBytes,
+    unhandledRejections: unhandledRejections - rejectionsBefore,
+    uncaughtExceptions: uncaughtExceptions - exceptionsBefore,
+    clientErrors: run.clientErrors,
+    maxLoopDelayMs: run.maxLoopDelayMs,
+  });
+  run = undefined;
+}
+
+process.on('disconnect', () => process.exit(0));
