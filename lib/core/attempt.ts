@@ -1,4 +1,5 @@
 import type { Decision } from './decision';
+import { checkActualCost } from './keys.util';
 
 /**
  * One spend whose cost can still be handed back: "only failures cost". Call {@link refund} when
@@ -15,12 +16,15 @@ import type { Decision } from './decision';
  */
 export class Attempt {
   private refundRequested = false;
+  private actualCost?: number;
   private settlement?: Promise<void>;
 
   constructor(
     /** The allowed decision this attempt spent. */
     readonly decision: Decision,
     private readonly giveBack: (decision: Decision) => Promise<unknown>,
+    /** Settles the spend to an actual cost (see `Limiter.adjust`); absent: adjusting keeps the cost. */
+    private readonly settleTo?: (decision: Decision, actualCost: number) => Promise<unknown>,
   ) {}
 
   /** Marks the spend for refund; applied when the attempt settles. Calling it twice is harmless. */
@@ -29,6 +33,26 @@ export class Attempt {
       throw new Error('Attempt.refund() called after the attempt was settled; the cost was kept');
     }
     this.refundRequested = true;
+  }
+
+  /**
+   * Sets what the spend actually cost, once known (tokens used, rows exported): applied when the
+   * attempt settles, as `Limiter.adjust` does (less gives the difference back, more charges the
+   * extra without a limit check). A later call replaces an earlier one; {@link refund} wins over it.
+   *
+   * @throws RangeError when `actualCost` is not a whole number ≥ 0; Error after the attempt settled
+   */
+  adjust(actualCost: number): void {
+    if (this.settlement) {
+      throw new Error('Attempt.adjust() called after the attempt was settled; the cost was kept');
+    }
+    checkActualCost(actualCost, this.decision.receipt.limits, 'Attempt.adjust(): actualCost');
+    this.actualCost = actualCost;
+  }
+
+  /** The cost set by {@link adjust}, if it was called. */
+  get adjustedTo(): number | undefined {
+    return this.actualCost;
   }
 
   /** Whether {@link refund} was called. */
@@ -42,13 +66,16 @@ export class Attempt {
   }
 
   /**
-   * Applies the outcome: refunds the spend if {@link refund} was called, else keeps the cost.
-   * Idempotent: later calls return the first settlement.
+   * Applies the outcome: refunds the spend if {@link refund} was called, else settles it to the
+   * cost given to {@link adjust}, else keeps the cost. Idempotent: later calls return the first
+   * settlement.
    */
   settle(): Promise<void> {
     this.settlement ??= this.refundRequested
       ? this.giveBack(this.decision).then(() => undefined)
-      : Promise.resolve();
+      : this.actualCost !== undefined && this.settleTo
+        ? this.settleTo(this.decision, this.actualCost).then(() => undefined)
+        : Promise.resolve();
     return this.settlement;
   }
 }

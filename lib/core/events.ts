@@ -10,6 +10,7 @@ import type { Decision } from './decision';
  * - `refused-elsewhere`: a part of a stacked decision that fitted, left unspent because another
  *   part refused (so dashboards blame only the policy that refused);
  * - `refunded`: a spend was given back;
+ * - `adjusted`: a spend was settled to its actual cost (`Limiter.adjust`);
  * - `blocked`: refused because a key is locked out (policy option `block`), or the refusal that
  *   started or extended the lockout;
  * - `shadow-refused`: a policy in shadow mode would have refused; the call was allowed;
@@ -23,20 +24,21 @@ export type DecisionOutcome =
   | 'failed-open'
   | 'failed-closed'
   | 'refunded'
+  | 'adjusted'
   | 'blocked'
   | 'shadow-refused'
   | 'skipped'
   | 'denied';
 
 /** Which limiter operation an event reports. */
-export type DecisionOperation = 'consume' | 'peek' | 'refund';
+export type DecisionOperation = 'consume' | 'peek' | 'refund' | 'adjust';
 
 /**
  * One limiter operation, as listeners see it. Carries no caller key in plain text: keys appear only
  * as `keyHashes` (computed when first read, so listeners that ignore them cost nothing).
  */
 export interface DecisionEvent {
-  /** `consume` (also each part of a stacked decision), `peek` or `refund`. */
+  /** `consume` (also each part of a stacked decision), `peek`, `refund` or `adjust`. */
   readonly operation: DecisionOperation;
   /** The policy's name. */
   readonly policy: string;
@@ -163,6 +165,15 @@ export function refundEvent(
   latencyMs: number,
 ): DecisionEvent {
   return withKeyHashes({ operation: 'refund', policy, outcome: 'refunded', latencyMs }, keys);
+}
+
+/** The event of one adjustment the store applied (`Limiter.adjust`). */
+export function adjustEvent(
+  policy: string,
+  keys: readonly string[],
+  latencyMs: number,
+): DecisionEvent {
+  return withKeyHashes({ operation: 'adjust', policy, outcome: 'adjusted', latencyMs }, keys);
 }
 
 function withKeyHashes(

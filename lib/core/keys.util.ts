@@ -1,3 +1,4 @@
+import type { LimitRule } from './policy';
 /** Caller keys as accepted by {@link Limiter.consume}: one key or a non-empty list. */
 export type Keys = string | readonly string[];
 
@@ -51,6 +52,27 @@ export function normalizeCost(cost: unknown, maxCost: number): number {
     );
   }
   return cost;
+}
+
+/**
+ * Checks the cost a spend is adjusted to: a whole number ≥ 0, small enough that every limit's
+ * arithmetic stays exact (cost × window in doubles).
+ */
+export function checkActualCost(
+  actualCost: unknown,
+  limits: readonly LimitRule[],
+  name = 'adjust(): actualCost',
+): asserts actualCost is number {
+  if (typeof actualCost !== 'number' || !Number.isSafeInteger(actualCost) || actualCost < 0) {
+    throw new RangeError(`${name} must be a whole number ≥ 0; got ${String(actualCost)}`);
+  }
+  for (const { windowMs, burst } of limits) {
+    if ((actualCost + burst) * windowMs > Number.MAX_SAFE_INTEGER) {
+      throw new RangeError(
+        `${name} ${actualCost} is too large for a window of ${windowMs} ms: at most ${Math.floor(Number.MAX_SAFE_INTEGER / windowMs) - burst}`,
+      );
+    }
+  }
 }
 
 function describe(value: unknown): string {

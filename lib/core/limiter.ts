@@ -16,9 +16,9 @@ import {
   unchargedDecision,
 } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
-import { type DecisionEvents, decisionEvent, refundEvent } from './events';
+import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { monotonicNow } from './clock.util';
-import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
+import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
 import {
   FAIL_MODES,
@@ -91,6 +91,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
 const settledReceipts = new WeakSet<Receipt>();
+
+/** Receipts already adjusted (or being adjusted) in this process: a receipt adjusts once. */
+const adjustedReceipts = new WeakSet<Receipt>();
 
 /** Which limiter made each part of a stacked decision, for {@link Limiter.refundAll}. */
 const stackOwners = new WeakMap<Decision, Limiter>();
@@ -192,33 +195,8 @@ export class Limiter {
    * @returns whether a refund was sent to the store (false: nothing spent, or already refunded)
    */
   async refund(target: Decision | Receipt): Promise<boolean> {
-    const receipt = isDecision(target) ? target.receipt : target;
-    if (!receipt || typeof receipt !== 'object' || !Array.isArray(receipt.keys)) {
-      throw new TypeError('refund() takes a Decision or its Receipt');
-    }
-    if (receipt.policy !== this.policy.name) {
-      throw new RangeError(
-        `refund(): the receipt belongs to policy '${receipt.policy}', not '${this.policy.name}'`,
-      );
-    }
+    const receipt = this.receiptOf(target, 'refund');
     if (!receipt.spent || settledReceipts.has(receipt)) return false;
-    if (typeof receipt.spendId !== 'string' || receipt.spendId === '') {
-      // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
-      throw new TypeError(
-        'refund(): the receipt has no spendId; pass the Receipt as it was returned',
-      );
-    }
-    const marks: unknown = receipt.resetMarks;
-    if (
-      marks !== undefined &&
-      (!isList(marks) ||
-        marks.length !== receipt.keys.length ||
-        !marks.every((mark) => Number.isSafeInteger(mark) && (mark as number) >= 0))
-    ) {
-      throw new TypeError(
-        "refund(): the receipt's resetMarks must be one whole number ≥ 0 per key; pass the Receipt as it was returned",
-      );
-    }
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
     // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
     settledReceipts.add(receipt);
@@ -233,6 +211,77 @@ export class Limiter {
       events.emit(refundEvent(receipt.policy, receipt.keys, monotonicNow() - started));
     }
     return true;
+  }
+
+  /**
+   * Settles one allowed spend to what it actually cost, once that is known (tokens used, rows
+   * exported): the spend reserved `receipt.cost` units and now costs `actualCost` (a whole number
+   * ≥ 0). Less: the difference goes back exactly as a refund would (to the window or bucket it was
+   * charged in; nothing once that window is over; never creating budget). More: the extra is
+   * charged where the spend was charged, without a limit check (the work already happened), so
+   * the budget can go into debt, which later decisions wait out (`retryAfterMs` stays exact). At
+   * most once per receipt, copies included (the store's ledger records it); nothing after a
+   * refund; a refund after it gives back what the spend then costs.
+   *
+   * @returns whether the adjustment was sent to the store (false: nothing spent, already refunded
+   *   or adjusted in this process)
+   * @throws RangeError when `actualCost` is not a whole number ≥ 0 (or too large for the windows),
+   *   TypeError for a bad receipt or a store without adjustments; before the store is touched
+   */
+  async adjust(target: Decision | Receipt, actualCost: number): Promise<boolean> {
+    const receipt = this.receiptOf(target, 'adjust');
+    checkActualCost(actualCost, this.policy.limits);
+    const store = receipt.fallback ? this.fallback : this.store;
+    if (typeof store?.adjust !== 'function') {
+      throw new TypeError(
+        'adjust(): this store cannot adjust a spend (it has no adjust method); refund it instead',
+      );
+    }
+    if (!receipt.spent || settledReceipts.has(receipt) || adjustedReceipts.has(receipt)) {
+      return false;
+    }
+    // Marked before sending, as a refund is: an adjustment is applied at most once.
+    adjustedReceipts.add(receipt);
+    const events = this.options.events;
+    const started = events?.active ? monotonicNow() : 0;
+    const request = { ...receipt, actualCost };
+    await (receipt.fallback ? store.adjust(request) : this.deadlines.race(store.adjust(request)));
+    if (events?.active) {
+      events.emit(adjustEvent(receipt.policy, receipt.keys, monotonicNow() - started));
+    }
+    return true;
+  }
+
+  /** The receipt of a refund or adjustment, checked: this policy's, as it was returned. */
+  private receiptOf(target: Decision | Receipt, operation: 'refund' | 'adjust'): Receipt {
+    const receipt = isDecision(target) ? target.receipt : target;
+    if (!receipt || typeof receipt !== 'object' || !Array.isArray(receipt.keys)) {
+      throw new TypeError(`${operation}() takes a Decision or its Receipt`);
+    }
+    if (receipt.policy !== this.policy.name) {
+      throw new RangeError(
+        `${operation}(): the receipt belongs to policy '${receipt.policy}', not '${this.policy.name}'`,
+      );
+    }
+    if (!receipt.spent) return receipt;
+    if (typeof receipt.spendId !== 'string' || receipt.spendId === '') {
+      // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
+      throw new TypeError(
+        `${operation}(): the receipt has no spendId; pass the Receipt as it was returned`,
+      );
+    }
+    const marks: unknown = receipt.resetMarks;
+    if (
+      marks !== undefined &&
+      (!isList(marks) ||
+        marks.length !== receipt.keys.length ||
+        !marks.every((mark) => Number.isSafeInteger(mark) && (mark as number) >= 0))
+    ) {
+      throw new TypeError(
+        `${operation}(): the receipt's resetMarks must be one whole number ≥ 0 per key; pass the Receipt as it was returned`,
+      );
+    }
+    return receipt;
   }
 
   /**
@@ -288,17 +337,52 @@ export class Limiter {
    * @returns whether any refund was sent
    */
   static async refundAll(stacked: StackedDecision): Promise<boolean> {
+    return Limiter.settleParts(stacked, 'refundAll', (owner, decision) => owner.refund(decision));
+  }
+
+  /**
+   * Settles every part of a stacked spend ({@link Limiter.consumeAll}) to its actual cost, as
+   * {@link Limiter.adjust} does: `actualCosts[i]` for part i. Parts are adjusted independently:
+   * one that fails keeps what it was charged and the error is thrown after the others were tried.
+   *
+   * @returns whether any adjustment was sent
+   * @throws TypeError / RangeError naming the bad argument, before the store is touched
+   */
+  static async adjustAll(
+    stacked: StackedDecision,
+    actualCosts: readonly number[],
+  ): Promise<boolean> {
+    const count = isList(stacked?.decisions) ? stacked.decisions.length : -1;
+    if (!isList(actualCosts) || (count >= 0 && actualCosts.length !== count)) {
+      throw new TypeError(
+        `adjustAll() takes one actual cost per part of the stack (${count} parts)`,
+      );
+    }
+    stacked.decisions.forEach((decision, i) => {
+      checkActualCost(actualCosts[i], decision.receipt.limits, `adjustAll(): actualCosts[${i}]`);
+    });
+    return Limiter.settleParts(stacked, 'adjustAll', (owner, decision, i) =>
+      owner.adjust(decision, actualCosts[i]!),
+    );
+  }
+
+  /** Runs `settle` on every part of a stack by its owner; throws the first failure after all ran. */
+  private static async settleParts(
+    stacked: StackedDecision,
+    operation: string,
+    settle: (owner: Limiter, decision: Decision, index: number) => Promise<boolean>,
+  ): Promise<boolean> {
     if (!stacked || typeof stacked !== 'object' || !isList(stacked.decisions)) {
-      throw new TypeError('refundAll() takes the StackedDecision consumeAll() returned');
+      throw new TypeError(`${operation}() takes the StackedDecision consumeAll() returned`);
     }
     const owners = stacked.decisions.map((decision) => {
       const owner = stackOwners.get(decision);
       if (!owner)
-        throw new TypeError('refundAll() takes the StackedDecision consumeAll() returned');
+        throw new TypeError(`${operation}() takes the StackedDecision consumeAll() returned`);
       return owner;
     });
     const settled = await Promise.allSettled(
-      stacked.decisions.map((decision, i) => owners[i]!.refund(decision)),
+      stacked.decisions.map((decision, i) => settle(owners[i]!, decision, i)),
     );
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw asError(failed.reason);
@@ -477,7 +561,11 @@ export class Limiter {
         ? new StoreUnavailableError(decision)
         : new RateLimitedError(decision);
     }
-    return new Attempt(decision, (spent) => this.refund(spent));
+    return new Attempt(
+      decision,
+      (spent) => this.refund(spent),
+      (spent, actualCost) => this.adjust(spent, actualCost),
+    );
   }
 
   /**

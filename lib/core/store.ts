@@ -87,6 +87,16 @@ export interface RefundRequest extends SpendRequest {
 }
 
 /**
+ * Makes one earlier spend cost `actualCost` instead of what it was charged: less gives the
+ * difference back as a refund would; more charges the extra where the spend was charged, without
+ * a limit check. At most once per spend (the store's ledger records it).
+ */
+export interface AdjustRequest extends RefundRequest {
+  /** What the spend costs now (a whole number ≥ 0); `cost` stays what it was charged. */
+  readonly actualCost: number;
+}
+
+/**
  * The refund of one spend, from the request that made it and the store's answer.
  *
  * @example
@@ -139,8 +149,17 @@ export interface Store {
   consumeStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
   /** What `consumeStack` would answer now; writes nothing. */
   peekStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
-  /** Gives back exactly what the spend at `request.at` took; never creates budget or keys. */
+  /**
+   * Gives back exactly what the spend at `request.at` took (what it costs after an adjustment);
+   * never creates budget or keys.
+   */
   refund(request: RefundRequest): Promise<void>;
+  /**
+   * Makes the spend at `request.at` cost `request.actualCost` (see {@link AdjustRequest}); once per
+   * spend, nothing after its refund. Optional for stores written before adjustments: without it,
+   * `Limiter.adjust` rejects with a clear error.
+   */
+  adjust?(request: AdjustRequest): Promise<void>;
   /** Deletes the policy's state for the keys. */
   reset(request: ResetRequest): Promise<void>;
   /**

@@ -9,6 +9,7 @@ import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { blockKey, ledgerKey, storageKey } from './storage-key.util';
 import type {
+  AdjustRequest,
   RefundRequest,
   ResetRequest,
   SpendRequest,
@@ -160,38 +161,70 @@ export class MemoryStore implements Store {
   }
 
   refund(request: RefundRequest): Promise<void> {
+    this.settleSpend(request);
+    return Promise.resolve();
+  }
+
+  adjust(request: AdjustRequest): Promise<void> {
+    this.settleSpend(request, request.actualCost);
+    return Promise.resolve();
+  }
+
+  /**
+   * A refund, or (with `target`) an adjustment to that cost, per caller key; mirrors
+   * `lua/lib/refund-frame.lua`.
+   */
+  private settleSpend(request: RefundRequest, target?: number): void {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);
+    const { spendId, at } = request;
     for (const [k, key] of request.keys.entries()) {
       const ledgerName = ledgerKey('', key, request.policy);
       const ledger = this.live(ledgerName, now) as Ledger | undefined;
-      if (settled(ledger, request, k, now, lifetime)) continue;
+      const adjusted = spendId && ledger ? adjustedCost(ledger, spendId, at) : undefined;
+      // (an adjusted spend is not adjusted again)
+      if ((target !== undefined && adjusted) || settled(ledger, request, k, now, lifetime))
+        continue;
+      const current = adjusted?.cost ?? request.cost;
+      const up = target !== undefined && target > current;
+      const context = {
+        spendId,
+        at,
+        now,
+        reserved: request.cost,
+        keep: target === undefined ? 0 : Math.min(current, target),
+        cost: target === undefined ? current : Math.abs(target - current),
+      };
       let given = false;
-      request.limits.forEach((rule, l) => {
-        const name = storageKey('', key, request.policy, l);
-        const state = this.read(name, algorithm, now);
-        if (state === undefined) return;
-        const next = algorithm.refund(state, rule, { ...request, now });
-        if (next === undefined) return;
-        given = true;
-        if (next === null) this.entries.delete(name);
-        else this.write(name, next.state, next.expiresAt);
-      });
-      if (given && request.spendId) {
-        const marked = ledger ?? { refunded: new Map<string, number>() };
-        remember(marked, request.spendId, request.at, now, lifetime);
-        // As long as the spend can weigh (its `at` may be ahead of a clock that stepped back),
-        // never shorter than before.
-        const expiresAt = Math.max(now, request.at) + lifetime;
-        this.write(
-          ledgerName,
-          marked,
-          Math.max(expiresAt, this.entries.get(ledgerName)?.expiresAt ?? 0),
-        );
+      if (context.cost > 0) {
+        request.limits.forEach((rule, l) => {
+          const name = storageKey('', key, request.policy, l);
+          const state = this.read(name, algorithm, now);
+          const next = up
+            ? algorithm.charge(state, rule, context)
+            : state === undefined
+              ? undefined
+              : algorithm.refund(state, rule, context);
+          if (next === undefined) return;
+          given = true;
+          if (next === null) this.entries.delete(name);
+          else this.write(name, next.state, next.expiresAt);
+        });
       }
+      if (!spendId || (target === undefined && !given)) continue;
+      const marked = ledger ?? { refunded: new Map<string, number>() };
+      if (adjusted) marked.refunded.delete(adjusted.member);
+      remember(marked, target === undefined ? spendId : `${spendId}=${target}`, at, now, lifetime);
+      // As long as the spend can weigh (its `at` may be ahead of a clock that stepped back),
+      // never shorter than before.
+      const expiresAt = Math.max(now, at) + lifetime;
+      this.write(
+        ledgerName,
+        marked,
+        Math.max(expiresAt, this.entries.get(ledgerName)?.expiresAt ?? 0),
+      );
     }
-    return Promise.resolve();
   }
 
   /** A new MemoryStore, for `failMode: 'memory'` (this store does not fail, but a limiter asks). */
@@ -507,6 +540,21 @@ function settled(
   if (mark !== undefined && mark > (request.resetMarks?.[k] ?? 0)) return true; // reset since
   if (ledger?.floor !== undefined && request.at <= ledger.floor) return true; // beyond the ledger
   return request.spendId !== undefined && ledger?.refunded.has(request.spendId) === true;
+}
+
+/** The new cost of an adjusted spend and its ledger entry ("<id>=<cost>" at the spend's instant). */
+function adjustedCost(
+  ledger: Ledger,
+  spendId: string,
+  at: number,
+): { cost: number; member: string } | undefined {
+  const prefix = `${spendId}=`;
+  for (const [member, instant] of ledger.refunded) {
+    if (instant === at && member.startsWith(prefix)) {
+      return { cost: Number(member.slice(prefix.length)), member };
+    }
+  }
+  return undefined;
 }
 
 /** Records a refunded spend; prunes ids past the lifetime and trims to the cap (raising the floor). */

@@ -28,6 +28,7 @@ import {
 import { SlotTurns } from './slot-turns';
 import { storageKeysWithLedgers } from './storage-key.util';
 import type {
+  AdjustRequest,
   RefundRequest,
   ResetRequest,
   SpendRequest,
@@ -237,6 +238,15 @@ export class RedisStore implements Store {
   }
 
   refund(request: RefundRequest): Promise<void> {
+    return this.settleSpend(request);
+  }
+
+  adjust(request: AdjustRequest): Promise<void> {
+    return this.settleSpend(request, request.actualCost);
+  }
+
+  /** A refund, or (with `actualCost`) an adjustment, slot group by slot group on Cluster. */
+  private settleSpend(request: RefundRequest, actualCost?: number): Promise<void> {
     this.refusals?.forget(request.policy, request.keys);
     return this.gate.inOrder(undefined, async () => {
       const groups = this.slotGroups(request);
@@ -245,7 +255,8 @@ export class RedisStore implements Store {
           groups.map(([, indices]) => {
             const at = request.atByKey?.[indices[0]!] ?? request.at;
             const marks = request.resetMarks && indices.map((i) => request.resetMarks![i]!);
-            return this.refundPart(part(request, indices), at, request.spendId, marks);
+            const { spendId } = request;
+            return this.refundPart(part(request, indices), at, spendId, marks, true, actualCost);
           }),
         ),
       );
@@ -398,13 +409,17 @@ export class RedisStore implements Store {
     );
   }
 
-  /** Refunds one slot group; `record: false` for a compensation (no receipt was ever issued). */
+  /**
+   * Refunds one slot group; `record: false` for a compensation (no receipt was ever issued). With
+   * `actualCost`, adjusts the spend to it instead.
+   */
   private async refundPart(
     request: SpendRequest,
     at: number,
     spendId: string | undefined,
     resetMarks: readonly number[] | undefined,
     record = true,
+    actualCost?: number,
   ): Promise<void> {
     const keys = storageKeysWithLedgers(
       this.prefix,
@@ -420,7 +435,9 @@ export class RedisStore implements Store {
       spendId ?? '',
       (record ? 1 : -1) * stateLifetimeMs(request.algorithm, request.limits),
       ...limitArgs(request),
-      ...(resetMarks ?? []),
+      ...(actualCost === undefined
+        ? (resetMarks ?? [])
+        : [...(resetMarks ?? request.keys.map(() => 0)), actualCost]),
     ]);
   }
 

@@ -17,6 +17,10 @@ min(cost, b) units if it is the latest spend, which is exactly what removing it 
 give back, and then m and lastAt are restored as if it had never happened; and min(cost, b, m) for
 an earlier spend, never more than removing it would give back (possibly less).
 
+An adjustment down is a refund of the difference (the spend stays, so a latest spend keeps its
+place in history); an adjustment up adds to the backlog without a limit check, so it can pass the
+capacity: a debt that later decisions wait out exactly (see `charge`).
+
 Compensations (Cluster) are exact whatever is spent in between. Removing spend V from history gives
 back min(cost, b, the lowest backlog at any point after V): every later point drops by as much,
 never below zero. A slot group of a cross-slot spend (`compensable`) therefore stays `pending` in
@@ -74,6 +78,13 @@ local function openPending(s)
   return list
 end
 
+-- Raises the segments wholly after a spend at `at` by `extra` (one it spans keeps a bound).
+local function raiseAfter(list, at, extra)
+  for k = 1, #list do
+    if list[k].at >= at and list[k].seg >= 0 then list[k].seg = list[k].seg + extra end
+  end
+end
+
 -- Lowers the segments a spend at `at` precedes (wholly, or in part: then a bound) by `back`.
 local function lowerAfter(list, at, back)
   for k = 1, #list do
@@ -89,8 +100,7 @@ local function load(key, limit, window, burst)
   local raw = rcall('GET', key)
   local state = raw and decode(raw, capacity, limit)
   if not state or state.b <= 0 then return EMPTY, capacity end -- full: the busy period is over
-  state.b = math.min(state.b, capacity)
-  return state, capacity
+  return state, capacity -- (a backlog above capacity is a debt: a spend adjusted up)
 end
 
 local function store(key, state, capacity, limit)
@@ -166,14 +176,44 @@ local function refund(key, limit, window, burst, at)
     lowerAfter(pending, at, back)
   end
   local next = { b = s.b - back, busyStart = s.busyStart, pending = pending }
-  if latest then
+  if latest and keep == 0 then
     -- As if it never happened: the running minimum and latest spend from before it.
     next.m, next.lastAt = s.prevM, s.prevLastAt
     next.prevM, next.prevLastAt = s.prevM, s.prevLastAt
+  elseif latest then
+    -- Still the latest spend, smaller: the points before it are as they were.
+    next.m, next.lastAt, next.prevM, next.prevLastAt = s.m, s.lastAt, s.prevM, s.prevLastAt
   else
     next.m = s.m >= 0 and math.max(0, s.m - back) or -1
     next.prevM = s.prevM >= 0 and math.max(0, s.prevM - back) or -1
     next.lastAt, next.prevLastAt = s.lastAt, s.prevLastAt
+  end
+  store(key, next, capacity, limit)
+  return 1
+end
+
+-- Adds `cost` units to the spend at `at`. While the bucket has not been full since, every point
+-- after it rises by exactly that (the running minimums stay bounds). Once it has been full since,
+-- how much of the extra it would have absorbed is unknown: all of it is charged now, never less
+-- than exact, and the spend no longer counts as the latest (a refund of it is bounded by history).
+local function charge(key, limit, window, burst, at)
+  local s, capacity = load(key, limit, window, burst)
+  local units = cost * window
+  local pending = openPending(s)
+  local next = {
+    b = s.b + units, busyStart = s.busyStart, m = s.m, lastAt = s.lastAt,
+    prevM = s.prevM, prevLastAt = s.prevLastAt, pending = pending,
+  }
+  if s.b > 0 and at >= s.busyStart then
+    raiseAfter(pending, at, units)
+  elseif s.b == 0 then
+    next.busyStart, next.m, next.lastAt, next.prevM, next.prevLastAt = now, -1, -1, -1, -1
+  else
+    -- As a spend now within the period: the point just before it bounds earlier spends' refunds.
+    next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
+    next.lastAt, next.prevM, next.prevLastAt = -1, next.m, -1
+    local last = pending[#pending]
+    if last then last.seg = lowest(last.seg, s.b) end
   end
   store(key, next, capacity, limit)
   return 1

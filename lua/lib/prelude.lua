@@ -12,6 +12,9 @@ not on every call.
 ]]
 local KEYS, ARGV, rcall
 local customClock, now, offset, cost, spendId
+-- Set by lib/refund-frame.lua: the units the spend was charged when it was made (`reserved`) and
+-- how many of its units stay below those a refund gives back or an adjustment adds (`keep`).
+local reserved, keep
 -- Set by lib/stack-frame.lua when this run is one slot group of a cross-slot spend on Cluster,
 -- which may be compensated (see lib/bucket.lua).
 local compensable

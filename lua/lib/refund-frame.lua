@@ -1,10 +1,17 @@
 --[[
-lib/refund-frame.lua: the part of every refund script that is the same for all algorithms.
+lib/refund-frame.lua: the part of every refund script that is the same for all algorithms. It also
+adjusts a spend to another cost (`Limiter.adjust`): less gives the difference back as a refund
+would, more charges the extra where the spend was charged, without a limit check.
 Included at the end of lua/<algorithm>/refund.lua, which defines:
 
   refund(key, limit, window, burst, at) -> 1 if it gave anything back, else 0
       gives back `cost` units charged at instant `at` (ARGV[4]) by spend `spendId` (ARGV[5]),
-      to the window/bucket they were taken from; never below zero, never creating a key
+      to the window/bucket they were taken from; never below zero, never creating a key. `keep`
+      units of the spend stay (a partial refund: an adjustment down); `reserved` is what the spend
+      was charged when it was made (sliding-log names its members after it)
+  charge(key, limit, window, burst, at) -> 1 if it charged anything, else 0
+      adds `cost` units to the spend at `at` (above its `keep` units) where they would have been
+      charged with it; nothing where the spend no longer weighs (its window is over)
 
 Each caller key also has a ledger (a sorted set, same hash tag): the ids of spends already
 refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset's
@@ -12,7 +19,9 @@ mark, see reset/reset.lua) and `floor` (the latest instant of ids trimmed from a
 spend gives nothing back when it is older than the policy's lifetime, not on a key reset since
 (its receipt keeps the key's mark when it was charged: a reset since moved it; no clock is
 compared, so a reset in the same millisecond as the spend, before or after it, is told apart), not
-at or below the floor, and not twice (however many copies of its receipt come back). The ledger keeps only ids within the lifetime,
+at or below the floor, and not twice (however many copies of its receipt come back). An adjusted
+spend is recorded as "<id>=<new cost>" (same score): it is adjusted at most once, and a refund
+after it gives back the new cost (then the member becomes "<id>"). The ledger keeps only ids within the lifetime,
 at most 126 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
 not recorded. Nothing is written when nothing is given back.
@@ -24,7 +33,8 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        [6] the policy's lifetime ms (its longest state); negative for a compensation (not recorded)
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
        then per caller key k: [7 + 3L + k] the reset mark the spend's receipt kept ('' for 0)
-Return number of (key, limit) states that gave something back
+       then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
+Return number of (key, limit) states that gave something back (or were charged)
 ]]
 local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
 
@@ -38,9 +48,20 @@ local function settled(ledger, k, at, lifetime, limitCount)
   return spendId ~= '' and rcall('ZSCORE', ledger, spendId) ~= false -- refunded already
 end
 
-local function remember(ledger, at, lifetime)
+-- The new cost of spend `spendId` at `at` if it was adjusted, and its ledger member.
+local function adjustedCost(ledger, at)
+  local prefix = spendId .. '='
+  local instant = string.format('%d', at)
+  for _, member in ipairs(rcall('ZRANGE', ledger, instant, instant, 'BYSCORE')) do
+    if string.sub(member, 1, #prefix) == prefix then
+      return tonumber(string.sub(member, #prefix + 1)), member
+    end
+  end
+end
+
+local function remember(ledger, at, lifetime, member)
   local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
-  rcall('ZADD', ledger, at, spendId)
+  rcall('ZADD', ledger, at, member)
   rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
   -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows).
   if markers[1] then rcall('ZADD', ledger, markers[1], 'reset') end
@@ -67,21 +88,39 @@ end
 local function main()
   local at = tonumber(ARGV[4])
   local lifetime = tonumber(ARGV[6])
-  local record = lifetime >= 0
-  if not record then lifetime = -lifetime end
+  local record = lifetime >= 0 and spendId ~= ''
+  if lifetime < 0 then lifetime = -lifetime end
   local limitCount = tonumber(ARGV[7])
   local keyCount = #KEYS / (limitCount + 1)
+  local target = tonumber(ARGV[8 + 3 * limitCount + keyCount]) -- nil: a refund
+  reserved = cost
   local reduced = 0
   for k = 1, keyCount do
     local first = (k - 1) * limitCount
     local ledger = KEYS[keyCount * limitCount + k]
-    if not settled(ledger, k, at, lifetime, limitCount) then
-      local given = 0
-      for l = 1, limitCount do
-        local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
-        given = given + refund(KEYS[first + l], limit, window, burst, at)
+    local current, adjusted = reserved, nil
+    if record then current, adjusted = adjustedCost(ledger, at) end
+    current = current or reserved
+    -- (an adjusted spend is not adjusted again)
+    if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount) then
+      local given, apply = 0, refund
+      keep, cost = 0, current
+      if target then
+        keep, cost = math.min(current, target), math.abs(target - current)
+        if target > current then apply = charge end
       end
-      if given > 0 and record and spendId ~= '' then remember(ledger, at, lifetime) end
+      if cost > 0 then
+        for l = 1, limitCount do
+          local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
+          given = given + apply(KEYS[first + l], limit, window, burst, at)
+        end
+      end
+      if record and target then
+        remember(ledger, at, lifetime, spendId .. '=' .. string.format('%d', target))
+      elseif record and given > 0 then
+        if adjusted then rcall('ZREM', ledger, adjusted) end
+        remember(ledger, at, lifetime, spendId)
+      end
       reduced = reduced + given
     end
   end

@@ -1,26 +1,43 @@
 --[[
-sliding-log/refund.lua: remove exactly the members one spend added (by its spend id). Members that
-already left the window, or were pruned, are simply not there: nothing else is touched, and no key
-is created. The expiry is kept.
+sliding-log/refund.lua: remove exactly the members one spend added (by its spend id), or, to
+adjust it up, add members at its instant (while they would still count). Members that already
+left the window, or were pruned, are simply not there: nothing else is touched, a refund creates
+no key, and the expiry is only ever lengthened.
 
 KEYS, ARGV and the reply: see lib/refund-frame.lua.
 ]]
 
+-- Member n of the spend: "<id>" for a spend of one unit, else "<id>.<n>" (n = 1..).
+local function member(n)
+  if n == 1 and reserved == 1 then return spendId end
+  return spendId .. '.' .. n
+end
+
 local function refund(key, limit, window, burst, at)
   if spendId == '' or at <= now - window then return 0 end -- its members no longer count
-  local removed
-  if cost == 1 then
-    removed = rcall('ZREM', key, spendId)
-  else
-    removed = 0
-    for first = 1, cost, 100 do
-      local members = {}
-      for n = first, math.min(cost, first + 99) do members[#members + 1] = spendId .. '.' .. n end
-      removed = removed + rcall('ZREM', key, unpack(members))
-    end
+  local removed = 0
+  for first = keep + 1, keep + cost, 100 do
+    local members = {}
+    for n = first, math.min(keep + cost, first + 99) do members[#members + 1] = member(n) end
+    removed = removed + rcall('ZREM', key, unpack(members))
   end
   if removed > 0 then return 1 end
   return 0
+end
+
+local function charge(key, limit, window, burst, at)
+  if spendId == '' or at <= now - window then return 0 end -- they would no longer count
+  for first = keep + 1, keep + cost, 100 do
+    local args = {}
+    for n = first, math.min(keep + cost, first + 99) do
+      args[#args + 1] = at
+      args[#args + 1] = member(n)
+    end
+    rcall('ZADD', key, unpack(args))
+  end
+  local expireAt = at + window + offset
+  if rcall('PEXPIRETIME', key) < expireAt then rcall('PEXPIREAT', key, expireAt) end
+  return 1
 end
 
 --#include lib/refund-frame.lua

@@ -1,5 +1,6 @@
 --[[
-sliding-window/refund.lua: give back what one spend took, to the window it was taken from.
+sliding-window/refund.lua: give back what one spend took, to the window it was taken from (or, to
+adjust it up, charge the extra to that window).
 
 The spend at `at` was charged to window wc = floor(at / window). If the stored state's current
 window is wc, the units come off cur; if it has moved on to wc + 1, they come off prev (wc's count,
@@ -28,6 +29,27 @@ local function refund(key, limit, window, burst, at)
   else
     rcall('SET', key, string.format('%d:%d:%d', sw, cur, prev), 'KEEPTTL')
   end
+  return 1
+end
+
+local function charge(key, limit, window, burst, at)
+  local charged = math.floor(at / window)
+  local w = math.floor(now / window)
+  if w > charged + 1 then return 0 end -- that window no longer weighs on anything
+  local sw, cur, prev = w, 0, 0 -- no state (refunded to nothing since): as of the current window
+  local raw = rcall('GET', key)
+  if raw then
+    sw, cur, prev = string.match(raw, '^(%d+):(%d+):(%d+)$')
+    sw, cur, prev = tonumber(sw), tonumber(cur), tonumber(prev)
+  end
+  if sw == charged then
+    cur = cur + cost
+  elseif sw == charged + 1 then
+    prev = prev + cost
+  else
+    return 0
+  end
+  rcall('SET', key, string.format('%d:%d:%d', sw, cur, prev), 'PXAT', (sw + 2) * window + offset)
   return 1
 end
 

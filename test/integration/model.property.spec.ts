@@ -11,6 +11,7 @@ const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 type Command =
   | { kind: 'consume'; keys: string[]; cost: number }
   | { kind: 'refund'; pick: number }
+  | { kind: 'adjust'; pick: number; cost: number }
   | { kind: 'advance'; ms: number };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
@@ -23,6 +24,14 @@ const command: fc.Arbitrary<Command> = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('refund' as const), pick: fc.nat() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('adjust' as const),
+      pick: fc.nat(),
+      cost: fc.integer({ min: 0, max: 4 }),
+    }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -42,7 +51,7 @@ const pick = (d: Decision): ModelDecision => ({
 });
 
 describe.each(ALGORITHMS)('%s: every store and a reference model agree', (algorithm) => {
-  it('on random sequences of consume / refund / clock advance', async () => {
+  it('on random sequences of consume / refund / adjust / clock advance', async () => {
     const property = fc.asyncProperty(
       limitsFor(algorithm),
       fc.array(command, { minLength: 5, maxLength: 40 }),
@@ -62,6 +71,12 @@ describe.each(ALGORITHMS)('%s: every store and a reference model agree', (algori
             for (const [i, limiter] of limiters.entries())
               await limiter.refund(target.decisions[i]!);
             model.refund(target.spend, clock.now);
+          } else if (cmd.kind === 'adjust') {
+            const target = spent[cmd.pick % Math.max(1, spent.length)];
+            if (!target) continue;
+            for (const [i, limiter] of limiters.entries())
+              await limiter.adjust(target.decisions[i]!, cmd.cost);
+            model.adjust(target.spend, cmd.cost, clock.now);
           } else {
             const cost = Math.min(cmd.cost, limiters[0]!.policy.maxCost);
             const decisions: Decision[] = [];

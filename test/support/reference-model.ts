@@ -14,6 +14,8 @@ export interface ModelSpend {
   cost: number;
   at: number;
   refunded: boolean;
+  /** Whether it was adjusted (at most once). */
+  adjusted?: boolean;
   /** The keys it still weighs on (a reset or a refund takes keys off). */
   live: Set<string>;
   /** Per key, how many resets it had seen when the spend happened. */
@@ -142,6 +144,74 @@ export class ReferenceModel {
           bucket.lowest = bucket.prevLowest;
           bucket.lastAt = bucket.prevLastAt;
         } else {
+          if (bucket.lowest >= 0) bucket.lowest = Math.max(0, bucket.lowest - back);
+          if (bucket.prevLowest >= 0) bucket.prevLowest = Math.max(0, bucket.prevLowest - back);
+        }
+        this.buckets.set(`${key}/${l}`, bucket);
+      });
+    }
+  }
+
+  /**
+   * The spend now costs `actualCost`. Window algorithms count every spend at its final cost at its
+   * instant (a spend whose window is over weighs on nothing either way). Buckets follow the store's
+   * documented rule: less gives back as a refund would (a latest spend stays the latest); more adds
+   * to the backlog while the bucket has been busy since the spend, else is charged now.
+   */
+  adjust(spend: ModelSpend, actualCost: number, now: number): void {
+    if (spend.refunded || spend.adjusted) return;
+    spend.adjusted = true;
+    const before = spend.cost;
+    if (!this.isBucket()) {
+      spend.cost = actualCost;
+      return;
+    }
+    const lifetime = Math.max(
+      ...this.limits.map((r) => Math.ceil((r.burst * r.windowMs) / r.limit)),
+    );
+    spend.cost = actualCost;
+    if (now - spend.at > lifetime || actualCost === before) return;
+    const keys = spend.keys.filter(
+      (key) => spend.resetsSeen.get(key) === (this.resets.get(key) ?? 0),
+    );
+    for (const key of keys) {
+      this.limits.forEach((rule, l) => {
+        const bucket = this.bucketAt(key, l, rule, now);
+        if (actualCost > before) {
+          const units = (actualCost - before) * rule.windowMs;
+          if (bucket && spend.at >= bucket.busyStart) {
+            this.buckets.set(`${key}/${l}`, { ...bucket, backlog: bucket.backlog + units });
+          } else if (!bucket) {
+            this.buckets.set(`${key}/${l}`, {
+              backlog: units,
+              since: now,
+              busyStart: now,
+              lowest: -1,
+              lastAt: -1,
+              prevLowest: -1,
+              prevLastAt: -1,
+            });
+          } else {
+            const lowest =
+              bucket.lowest < 0 ? bucket.backlog : Math.min(bucket.lowest, bucket.backlog);
+            this.buckets.set(`${key}/${l}`, {
+              ...bucket,
+              backlog: bucket.backlog + units,
+              lowest,
+              lastAt: -1,
+              prevLowest: lowest,
+              prevLastAt: -1,
+            });
+          }
+          return;
+        }
+        if (!bucket || spend.at < bucket.busyStart) return;
+        const latest = spend.at === bucket.lastAt;
+        let back = Math.min((before - actualCost) * rule.windowMs, bucket.backlog);
+        if (!latest && bucket.lowest >= 0) back = Math.min(back, bucket.lowest);
+        if (back <= 0) return;
+        bucket.backlog -= back;
+        if (!latest) {
           if (bucket.lowest >= 0) bucket.lowest = Math.max(0, bucket.lowest - back);
           if (bucket.prevLowest >= 0) bucket.prevLowest = Math.max(0, bucket.prevLowest - back);
         }

@@ -48,7 +48,7 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
     };
   },
 
-  refund(state, rule, { cost, now, at }) {
+  refund(state, rule, { cost, now, at, keep }) {
     const s = load(state, rule, now);
     if (s.b === 0 || at < s.busyStart) return undefined;
     const latest = at === s.lastAt; // (not >=: after the clock stepped back, a later `at` is no proof)
@@ -58,35 +58,44 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
     const b = s.b - back;
     if (b <= 0) return null;
     const shift = (v: number) => (v >= 0 ? Math.max(0, v - back) : -1);
+    const { busyStart, m, lastAt, prevM, prevLastAt } = s;
+    if (latest && keep === 0) {
+      // As if it never happened: the running minimum and latest spend from before it.
+      return stored(
+        { b, at: now, busyStart, m: prevM, lastAt: prevLastAt, prevM, prevLastAt },
+        rule,
+      );
+    }
+    if (latest) {
+      // Still the latest spend, smaller: the points before it are as they were.
+      return stored({ b, at: now, busyStart, m, lastAt, prevM, prevLastAt }, rule);
+    }
     return stored(
-      latest
-        ? // As if it never happened: the running minimum and latest spend from before it.
-          {
-            b,
-            at: now,
-            busyStart: s.busyStart,
-            m: s.prevM,
-            lastAt: s.prevLastAt,
-            prevM: s.prevM,
-            prevLastAt: s.prevLastAt,
-          }
-        : {
-            b,
-            at: now,
-            busyStart: s.busyStart,
-            m: shift(s.m),
-            lastAt: s.lastAt,
-            prevM: shift(s.prevM),
-            prevLastAt: s.prevLastAt,
-          },
+      { b, at: now, busyStart, m: shift(m), lastAt, prevM: shift(prevM), prevLastAt },
       rule,
     );
+  },
+
+  charge(state, rule, { cost, now, at }) {
+    const { b: before, busyStart, m, lastAt, prevM, prevLastAt } = load(state, rule, now);
+    const b = before + cost * rule.windowMs;
+    if (before > 0 && at >= busyStart) {
+      // Not full since the spend: every point after it rises by exactly the extra.
+      return stored({ b, at: now, busyStart, m, lastAt, prevM, prevLastAt }, rule);
+    }
+    if (before === 0) {
+      // Full since the spend: what it would have absorbed is unknown; all of it is charged now.
+      return stored({ ...EMPTY, b, at: now, busyStart: now }, rule);
+    }
+    const low = m < 0 || before < m ? before : m; // as a spend now within the period
+    return stored({ b, at: now, busyStart, m: low, lastAt: -1, prevM: low, prevLastAt: -1 }, rule);
   },
 };
 
 function load(state: BucketState | undefined, { limit, windowMs, burst }: LimitRule, now: number) {
   const capacity = burst * windowMs;
-  const b = state ? Math.min(capacity, state.b - (now - state.at) * limit) : 0;
+  // (a backlog above capacity is a debt: a spend adjusted up)
+  const b = state ? state.b - (now - state.at) * limit : 0;
   if (!state || b <= 0) return { ...EMPTY, capacity };
   return { ...state, b, capacity };
 }

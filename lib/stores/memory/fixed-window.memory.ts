@@ -34,4 +34,13 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
       expiresAt: chargedEnd,
     };
   },
+
+  charge(state, { windowMs }, { cost, at, now }) {
+    const chargedEnd = (Math.floor(at / windowMs) + 1) * windowMs;
+    if (now >= chargedEnd || (state && state.windowEnd !== chargedEnd)) return undefined;
+    return {
+      state: { windowEnd: chargedEnd, count: (state?.count ?? 0) + cost },
+      expiresAt: chargedEnd,
+    };
+  },
 };

@@ -36,6 +36,16 @@ export interface SpendContext {
   readonly spendId?: string;
 }
 
+/** What a refund or an adjustment is about: the spend at `at`. */
+export interface SettleContext extends SpendContext {
+  /** The spend's instant. */
+  readonly at: number;
+  /** Units of the spend that stay below those given back or added (0 for a whole refund). */
+  readonly keep: number;
+  /** Units the spend was charged when it was made (sliding log names its entries after it). */
+  readonly reserved: number;
+}
+
 /** The in-process twin of an algorithm's Lua scripts: same arithmetic, same answers. */
 export interface MemoryAlgorithm<S> {
   /** Whether a stored value is this algorithm's state (a value of another algorithm counts as empty). */
@@ -43,14 +53,15 @@ export interface MemoryAlgorithm<S> {
   /** Evaluates one pair. */
   evaluate(state: S | undefined, rule: LimitRule, spend: SpendContext): PairEvaluation<S>;
   /**
-   * Gives back what the spend at `at` took: the new state, `null` to delete, or `undefined` when
-   * nothing is left to give back.
+   * Gives back `cost` units of what the spend at `at` took (above its `keep` units): the new state,
+   * `null` to delete, or `undefined` when nothing is left to give back.
    */
-  refund(
-    state: S,
-    rule: LimitRule,
-    spend: SpendContext & { readonly at: number },
-  ): StoredState<S> | null | undefined;
+  refund(state: S, rule: LimitRule, spend: SettleContext): StoredState<S> | null | undefined;
+  /**
+   * Adds `cost` units to the spend at `at` (above its `keep` units) where it was charged, without
+   * a limit check: the new state, or `undefined` when the spend no longer weighs (nothing to add).
+   */
+  charge(state: S | undefined, rule: LimitRule, spend: SettleContext): StoredState<S> | undefined;
 }
 
 /** The evaluation of a state from a window that starts at `seen`, later than now (see `seen`). */

@@ -46,17 +46,30 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
     };
   },
 
-  refund(state, { windowMs }, { cost, spendId, at, now }) {
+  refund(state, { windowMs }, { cost, spendId, at, now, keep, reserved }) {
     if (!spendId || at <= now - windowMs) return undefined; // its members no longer count
-    const ids = new Set(
-      Array.from({ length: cost }, (_, n) => (cost === 1 ? spendId : `${spendId}.${n + 1}`)),
-    );
+    const ids = new Set(units(spendId, reserved, keep, cost));
     const log = state.log.filter((member) => !ids.has(member.id));
     if (log.length === state.log.length) return undefined;
     if (log.length === 0) return null;
     return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
   },
+
+  charge(state, { windowMs }, { cost, spendId, at, now, keep, reserved }) {
+    if (!spendId || at <= now - windowMs) return undefined; // they would no longer count
+    const log = state?.log ?? [];
+    const added = units(spendId, reserved, keep, cost).map((id) => ({ id, at }));
+    log.splice(firstAfter(log, at), 0, ...added);
+    return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
+  },
 };
+
+/** Names of units `keep + 1 … keep + count` of a spend of `reserved` units (see consume). */
+function units(spendId: string, reserved: number, keep: number, count: number): string[] {
+  return Array.from({ length: count }, (_, n) =>
+    reserved === 1 && keep + n === 0 ? spendId : `${spendId}.${keep + n + 1}`,
+  );
+}
 
 /** Index of the first member with `at > instant` in a log sorted by instant. */
 function firstAfter(log: ReadonlyArray<{ readonly at: number }>, instant: number): number {

@@ -52,6 +52,20 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     if (cur === 0 && prev === 0) return null;
     return { state: { window: state.window, cur, prev }, expiresAt: (state.window + 2) * windowMs };
   },
+
+  charge(state, { windowMs }, { cost, at, now }) {
+    const charged = Math.floor(at / windowMs);
+    const w = Math.floor(now / windowMs);
+    if (w > charged + 1) return undefined; // that window no longer weighs on anything
+    // No state (refunded to nothing since): as of the current window.
+    const from = state ?? { window: w, cur: 0, prev: 0 };
+    const { window } = from;
+    let { cur, prev } = from;
+    if (window === charged) cur += cost;
+    else if (window === charged + 1) prev += cost;
+    else return undefined;
+    return { state: { window, cur, prev }, expiresAt: (window + 2) * windowMs };
+  },
 };
 
 /** Earliest wait until `cost` fits; same closed form as the Lua script. */
