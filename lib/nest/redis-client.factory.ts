@@ -1,15 +1,27 @@
 import type { RedisOptions } from 'ioredis';
+import { clientPort } from '../stores/clients/client-port';
+import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
 import type { RedisClient } from '../stores/redis.store';
 import type { RedisConnectionOptions } from './redlimit-options.interface';
 import { isSentinelConnection, validateSentinelOptions } from './redis-sentinel.util';
 
-/** A Redis client for the module, and whether the module made it (and so must close it). */
-export interface ModuleRedisClient {
-  /** The ioredis client. */
-  readonly client: RedisClient;
-  /** True when the module created the client: it closes it on shutdown. */
-  readonly owned: boolean;
-}
+/**
+ * A Redis client for the module, and whether the module made it (and so must close it): an
+ * ioredis client it created, or the client given in `{ client }`, of any supported shape.
+ */
+export type ModuleRedisClient =
+  | {
+      /** The ioredis client the module created. */
+      readonly client: RedisClient;
+      /** The module created the client: it closes it on shutdown. */
+      readonly owned: true;
+    }
+  | {
+      /** The client given in `{ client }`. */
+      readonly client: RedisStoreClient;
+      /** The module leaves the client open. */
+      readonly owned: false;
+    };
 
 /**
  * Defaults of clients the module creates. A spend that timed out must not run later:
@@ -41,9 +53,7 @@ export async function createRedisClient(
   options: RedisConnectionOptions,
 ): Promise<ModuleRedisClient> {
   if (typeof options === 'object' && options !== null && 'client' in options) {
-    if (typeof (options.client as { defineCommand?: unknown })?.defineCommand !== 'function') {
-      throw new TypeError('RedlimitModule redis.client must be an ioredis Redis or Cluster client');
-    }
+    clientPort(options.client, 'RedlimitModule redis.client'); // throws unless of a known shape
     return { client: options.client, owned: false };
   }
   if (typeof options === 'object' && options !== null) {

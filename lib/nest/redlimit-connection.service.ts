@@ -1,5 +1,7 @@
 import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { MemoryStore } from '../stores/memory.store';
+import { clientStatus } from '../stores/clients/client-port';
+import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
 import { RedisStore, type RedisClient } from '../stores/redis.store';
 import type { Store } from '../stores/store.interface';
 import { maskUrl } from './mask-url.util';
@@ -21,7 +23,7 @@ const ERROR_LOG_INTERVAL_MS = 10_000;
  * @example
  * constructor(private readonly connection: RedlimitConnection) {}
  * health() {
- *   return { rateLimits: this.connection.kind, redis: this.connection.client?.status };
+ *   return { rateLimits: this.connection.kind, redis: this.connection.status };
  * }
  */
 /** Every option of {@link RedlimitModuleOptions}, and the module extras `forRoot` passes along. */
@@ -52,16 +54,38 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
 ]);
 
 export class RedlimitConnection implements OnApplicationShutdown {
+  /**
+   * The ioredis client, when the store is the module's RedisStore on one: the client the module
+   * created, or an ioredis (or iovalkey, its fork) client given in `redis: { client }`. Undefined
+   * for a node-redis client: see {@link redisClient}.
+   */
+  readonly client: RedisClient | undefined;
+
   private constructor(
     /** The store every limiter of the module uses. */
     readonly store: Store,
     /** `'redis'`, `'memory'` (the default MemoryStore) or `'custom'` (a store from options). */
     readonly kind: 'redis' | 'memory' | 'custom',
-    /** The Redis client, when the store is the module's RedisStore. */
-    readonly client: RedisClient | undefined,
-    private readonly owned: boolean,
+    /**
+     * The Redis client of the module's RedisStore, whichever its package: the ioredis client the
+     * module created, or the client given in `redis: { client }` (ioredis, iovalkey, node-redis).
+     */
+    readonly redisClient: RedisStoreClient | undefined,
+    /** The client the module created, which it closes on shutdown. */
+    private readonly ownedClient: RedisClient | undefined,
     private readonly closeTimeoutMs: number,
-  ) {}
+  ) {
+    // iovalkey's types are a fork of ioredis's: the same members, other declarations.
+    this.client =
+      redisClient !== undefined && 'status' in redisClient
+        ? (redisClient as RedisClient)
+        : undefined;
+  }
+
+  /** The Redis client's state (`ready`, `reconnecting`, `end`, …), or undefined without Redis. */
+  get status(): string | undefined {
+    return this.redisClient && clientStatus(this.redisClient);
+  }
 
   /**
    * Builds the store from module options: Redis when `redis` is set, else `store`, else a
@@ -79,8 +103,9 @@ export class RedlimitConnection implements OnApplicationShutdown {
     const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
     const timeoutMs = options.timeoutMs ?? 1000;
     if (options.redis !== undefined) {
-      const { client, owned } = await createRedisClient(options.redis);
-      if (owned) logConnectionErrors(client, logger);
+      const created = await createRedisClient(options.redis);
+      const { client } = created;
+      if (created.owned) logConnectionErrors(created.client, logger);
       else {
         const risk = unboundedQueueRisk(client);
         if (risk) logger.warn(risk);
@@ -94,6 +119,7 @@ export class RedlimitConnection implements OnApplicationShutdown {
         `Rate limits are kept in Redis at ${describeRedis(options.redis, client)}, ` +
           `prefix '${options.prefix ?? DEFAULT_PREFIX}'`,
       );
+      const owned = created.owned ? created.client : undefined;
       return new RedlimitConnection(store, 'redis', client, owned, timeoutMs);
     }
     if (options.refusalCache !== undefined && options.refusalCache !== false) {
@@ -110,18 +136,18 @@ export class RedlimitConnection implements OnApplicationShutdown {
         );
       }
       logger.log(`Rate limits are kept in the store given in options (${store.constructor.name})`);
-      return new RedlimitConnection(store, 'custom', undefined, false, timeoutMs);
+      return new RedlimitConnection(store, 'custom', undefined, undefined, timeoutMs);
     }
     logger.warn(
       'No redis or store configured: using the in-memory store, so limits are per process ' +
         '(each instance of the app keeps its own budgets). Set `redis` for shared limits.',
     );
-    return new RedlimitConnection(new MemoryStore(), 'memory', undefined, false, timeoutMs);
+    return new RedlimitConnection(new MemoryStore(), 'memory', undefined, undefined, timeoutMs);
   }
 
   /** Closes the Redis client if the module created it. */
   async onApplicationShutdown(): Promise<void> {
-    if (this.client && this.owned) await closeRedisClient(this.client, this.closeTimeoutMs);
+    if (this.ownedClient) await closeRedisClient(this.ownedClient, this.closeTimeoutMs);
   }
 }
 
@@ -129,10 +155,12 @@ export class RedlimitConnection implements OnApplicationShutdown {
  * A client passed in needs no special settings for correctness: every spend carries a deadline,
  * so a command replayed after an outage writes nothing. One combination is still unsafe for the
  * app: an offline queue with `maxRetriesPerRequest: null` keeps every command of an outage in
- * memory, without bound, until Redis comes back.
+ * memory, without bound, until Redis comes back. (node-redis queues without bound by default, as
+ * its users know; it is not warned about.)
  */
-function unboundedQueueRisk(client: RedisClient): string | undefined {
-  const options = client.options as {
+function unboundedQueueRisk(client: RedisStoreClient): string | undefined {
+  if (!('status' in client)) return undefined; // node-redis
+  const options = (client as { options?: object }).options as {
     enableOfflineQueue?: boolean;
     maxRetriesPerRequest?: number | null;
     redisOptions?: { maxRetriesPerRequest?: number | null };
@@ -141,7 +169,7 @@ function unboundedQueueRisk(client: RedisClient): string | undefined {
     'redisOptions' in options && options.redisOptions
       ? options.redisOptions.maxRetriesPerRequest
       : options.maxRetriesPerRequest;
-  if (options.enableOfflineQueue === false || retries !== null) return undefined;
+  if (!options || options.enableOfflineQueue === false || retries !== null) return undefined;
   return (
     'The Redis client passed to RedlimitModule queues commands while disconnected with ' +
     'maxRetriesPerRequest: null: during an outage every rate-limit command waits in memory ' +
@@ -163,7 +191,7 @@ function logConnectionErrors(client: RedisClient, logger: Logger): void {
 }
 
 /** Where the module's Redis is, for the startup log: a URL (password masked) or host:port. */
-function describeRedis(redis: RedisConnectionOptions, client: RedisClient): string {
+function describeRedis(redis: RedisConnectionOptions, client: RedisStoreClient): string {
   if (typeof redis === 'string') return maskUrl(redis);
   if ('nodes' in redis) {
     const nodes = redis.nodes.map((node) =>
@@ -172,9 +200,22 @@ function describeRedis(redis: RedisConnectionOptions, client: RedisClient): stri
     return `Cluster ${nodes.join(', ')}`;
   }
   if ('client' in redis) {
-    if ((client as { isCluster?: boolean }).isCluster) return 'Cluster (the client passed in)';
-    const { host, port } = client.options as { host?: string; port?: number };
-    return `${host ?? 'localhost'}:${port ?? 6379} (the client passed in)`;
+    const passed = client as {
+      isCluster?: boolean;
+      masters?: unknown;
+      options?: {
+        host?: string;
+        port?: number;
+        url?: string;
+        socket?: { host?: string; port?: number };
+      };
+    };
+    if (passed.isCluster === true || passed.masters !== undefined) {
+      return 'Cluster (the client passed in)';
+    }
+    const { host, port, url, socket } = passed.options ?? {};
+    if (url !== undefined) return `${maskUrl(url)} (the client passed in)`;
+    return `${host ?? socket?.host ?? 'localhost'}:${port ?? socket?.port ?? 6379} (the client passed in)`;
   }
   if (isSentinelConnection(redis)) {
     const sentinels = redis.sentinels.map(({ host, port }) => `${host}:${port}`);

@@ -5,7 +5,7 @@ import type { DecisionListener } from '../core/events';
 import type { FailMode, PolicyOptions } from '../core/policy';
 import type { OpenTelemetryMetricsOptions } from '../metrics/opentelemetry.metrics';
 import type { PrometheusMetricsOptions } from '../metrics/prometheus.metrics';
-import type { RedisClient } from '../stores/redis.store';
+import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
 import type { RefusalCacheOptions } from '../stores/refusal-cache';
 import type { RedisSentinelOptions } from './redis-sentinel.util';
 import type { Store } from '../stores/store.interface';
@@ -26,7 +26,8 @@ export type RateLimitHeaderStyle = 'ietf' | 'legacy' | 'both' | false;
  *
  * - a URL string, or `{ url, ...ioredisOptions }`, or plain ioredis options (`{ host, port }`):
  *   the module creates the client and closes it on application shutdown;
- * - `{ client }`: your own ioredis `Redis` or `Cluster`; the module never closes it;
+ * - `{ client }`: your own client, never closed by the module: ioredis or iovalkey `Redis` or
+ *   `Cluster`, or node-redis `createClient()` or `createCluster()` (connected by you);
  * - `{ nodes, clusterOptions? }`: the module creates an ioredis `Cluster` and closes it on shutdown;
  * - `{ sentinels, name, ...ioredisOptions }`: the module creates an ioredis client that asks the
  *   sentinels where the master `name` is and follows failovers; closed on shutdown (see
@@ -41,7 +42,7 @@ export type RateLimitHeaderStyle = 'ietf' | 'legacy' | 'both' | false;
  */
 export type RedisConnectionOptions =
   | string
-  | { readonly client: RedisClient }
+  | { readonly client: RedisStoreClient }
   | { readonly nodes: readonly ClusterNode[]; readonly clusterOptions?: ClusterOptions }
   | RedisSentinelOptions
   | (RedisOptions & { readonly url?: string });

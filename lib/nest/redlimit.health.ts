@@ -97,7 +97,7 @@ export class RedlimitHealthIndicator {
       store: this.connection.kind,
       algorithms,
       // Read after the probe, which waits for a connection still being made.
-      ...(this.connection.client && { connection: this.connection.client.status }),
+      ...(this.connection.redisClient && { connection: this.connection.status }),
     };
     const details: RedlimitHealthDetails = error
       ? { status: 'down', ...base, error }

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { Limiter, type LimiterOptions } from '../core/limiter';
 import type { FailMode } from '../core/policy';
 import type { Store } from '../core/store';
-import { type RedisClient, RedisStore } from '../stores/redis.store';
+import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
+import { RedisStore } from '../stores/redis.store';
 
 /**
  * What @nestjs/throttler's `ThrottlerGuard` reads back from its storage for one hit (the shape of
@@ -22,8 +23,11 @@ export interface ThrottlerStorageRecordLike {
 /** Options of {@link RedlimitThrottlerStorage}: a Redis client or any redlimit store. */
 export type RedlimitThrottlerStorageOptions = (
   | {
-      /** An ioredis `Redis` or `Cluster`: the storage builds a {@link RedisStore} on it. */
-      readonly client: RedisClient;
+      /**
+       * A client the storage builds a {@link RedisStore} on: ioredis or iovalkey `Redis` or
+       * `Cluster`, or node-redis `createClient()` or `createCluster()`.
+       */
+      readonly client: RedisStoreClient;
       /** Key prefix of that store. Default `'rl:'`. */
       readonly prefix?: string;
     }

@@ -17,6 +17,7 @@ import {
   type SpendRequest,
   StoreTimeoutError,
 } from '../../lib';
+import { RedlimitThrottlerStorage } from '../../lib/nest';
 import { clusterNodes } from '../support/cluster-handle';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 import {
@@ -88,6 +89,17 @@ describe('node-redis client on the shared Redis', () => {
     );
     const decisions = await Promise.all(Array.from({ length: 50 }, () => limiter.consume('k')));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+  });
+
+  it('RedlimitThrottlerStorage takes the client: exactly the limit of 20 concurrent hits', async () => {
+    const storage = new RedlimitThrottlerStorage({
+      client,
+      prefix: uniquePrefix('node-redis-throttler'),
+    });
+    const hits = await Promise.all(
+      Array.from({ length: 20 }, () => storage.increment('k', 60_000, 5, 0, 'default')),
+    );
+    expect(hits.filter((hit) => !hit.isBlocked)).toHaveLength(5);
   });
 
   it.each(['fixed-window', 'token-bucket', 'sliding-log'] as const)(

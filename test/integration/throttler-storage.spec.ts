@@ -1,7 +1,7 @@
 import { RedlimitThrottlerStorage } from '../../lib/nest';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('throttler-storage');
+const stores = backends('throttler-storage', { nodeRedis: true });
 
 describe.each(stores)(
   '$name store: RedlimitThrottlerStorage (the shape ThrottlerGuard reads)',

@@ -48,6 +48,11 @@ export interface ClientPort {
   masters(): Promise<CommandSender[]>;
 }
 
+/** The connection state of a client RedisStore runs on (`ready`, …; see {@link ClientPort}). */
+export function clientStatus(client: RedisStoreClient): string {
+  return clientPort(client, 'client').status();
+}
+
 /** Whether `client` has the shape of a client RedisStore runs on (see {@link RedisStoreClient}). */
 export function isRedisStoreClient(client: unknown): client is RedisStoreClient {
   return shapeOf(client) !== undefined;

@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { startFreezableRedis } from '../../support/freezable-redis';
+import { connectNodeRedis } from '../../support/node-redis';
 import { redisUrl, startRedisServer, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import { HEALTH_TIMEOUT_MS, healthApp } from './health.app';
@@ -113,6 +114,33 @@ describe.each(PLATFORMS)('RedlimitHealthIndicator (Terminus) on %s', (platform) 
       expect(body.error?.['rate-limits']?.error).toMatch(/unknown command/i);
     } finally {
       client.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('is up with a node-redis client passed in, and down with its state once Redis stops', async () => {
+    const server = await startRedisServer();
+    const client = await connectNodeRedis(server.url);
+    try {
+      app = await startApp(
+        healthApp({ redis: { client }, prefix: uniquePrefix('health'), policies }),
+        platform,
+      );
+      const up = await health();
+      expect(up.status).toBe(200);
+      expect(up.body.info?.['rate-limits']).toMatchObject({
+        status: 'up',
+        store: 'redis',
+        connection: 'ready',
+      });
+      await server.stop();
+      const { status, body, ms } = await health();
+      expect(status).toBe(503);
+      expect(body.error?.['rate-limits']).toMatchObject({ status: 'down', store: 'redis' });
+      expect(body.error?.['rate-limits']?.connection).not.toBe('ready');
+      expect(ms).toBeLessThan(HANG_MS);
+    } finally {
+      client.destroy();
       await server.stop();
     }
   });
