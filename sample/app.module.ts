@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { RedlimitGuard, RedlimitModule, redlimitOptionsFromEnv } from '../lib/nest';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
+import { CompletionsController } from './completions.controller';
 import { HealthController } from './health.controller';
 import { LinksController } from './links.controller';
 
@@ -21,7 +22,7 @@ import { LinksController } from './links.controller';
       useFactory: (config: ConfigService) => redlimitOptionsFromEnv(config, { headers: 'ietf' }),
     }),
   ],
-  controllers: [AuthController, LinksController, HealthController],
+  controllers: [AuthController, LinksController, CompletionsController, HealthController],
   providers: [AuthService, { provide: APP_GUARD, useClass: RedlimitGuard }],
 })
 export class AppModule {}

@@ -3,6 +3,7 @@ import { AttemptDispatchInterceptor } from './attempt-dispatch.interceptor';
 import type { Attempt as CoreAttempt } from '../core/attempt';
 import { resolveAttemptPart } from './attempt-part.util';
 import { scopedAttempt } from './attempt-scope.util';
+import { checkCostOption } from './request-cost.util';
 import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
 import {
   type AttemptOptions,
@@ -55,8 +56,9 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  *   `'headers.x-user'`, `'body.user.email'`; `'args.…'` in resolvers, `'data.…'` in gateways and
  *   microservices) or bare (`'email'`: HTTP body, params and query, which must agree), a function
  *   of the context, or `{ field | value, name?, normalize? }` ({@link AttemptPartSpec})
- * @param options `policy` (default: the module's `defaultPolicy`), `cost`, `refundOn`; anything
- *   else is an error
+ * @param options `policy` (default: the module's `defaultPolicy`), `cost` (a number, or a function
+ *   of the context: a reservation the handler settles with `attempt.adjust(actualCost)`),
+ *   `refundOn`; anything else is an error
  * @throws TypeError when a part or an option is malformed, naming it
  * @example
  * ```ts
@@ -85,6 +87,7 @@ export function Attempt(
         'expected policy, cost, refundOn',
     );
   }
+  checkCostOption(options.cost, '@Attempt()');
   const { refundOn } = options;
   if (refundOn !== undefined && refundOn !== 'success' && typeof refundOn !== 'function') {
     throw new TypeError("@Attempt() refundOn must be 'success' or a function of the outcome");

@@ -22,6 +22,7 @@ import {
   redlimitContextType,
 } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
+import { requestCost } from './request-cost.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
@@ -87,16 +88,18 @@ export class AttemptInterceptor implements NestInterceptor {
     const response = contextResponse(context);
     const limiter = await this.registry.resolveFor(metadata.policy, context);
     let keys: string[];
+    let cost: number | undefined;
     try {
-      // Every part is read (and bad input refused) before anything is charged.
+      // Every part (and a computed cost) is read, and bad input refused, before anything is charged.
       keys = await Promise.all(metadata.parts.map((part, i) => this.resolvePart(context, part, i)));
+      cost = await requestCost(context, metadata.cost, limiter);
     } catch (error) {
       if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
       throw error;
     }
     let attempt: Attempt;
     try {
-      attempt = await limiter.begin(keys, { cost: metadata.cost });
+      attempt = await limiter.begin(keys, { cost });
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
         if (response) this.applyHeaders(context, response, error.decision, limiter.policy);

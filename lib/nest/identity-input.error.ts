@@ -1,12 +1,13 @@
 /** Why a request's identity value was refused. */
-export type IdentityInputProblem = 'not-scalar' | 'conflict' | 'no-client-address';
+export type IdentityInputProblem = 'not-scalar' | 'conflict' | 'no-client-address' | 'not-a-cost';
 
 /**
  * A request whose identity value cannot be used for a rate-limit key, found before anything is
  * charged and before the handler runs: a value that is not a string or a finite number (an array,
  * an object, a boolean, `null`), a bare field sent in several places with different values, or a
  * client address that cannot be read (`part` `'ip'`: no peer address, or a trusted proxy named
- * no one).
+ * no one), or a cost computed from the request (`cost` function) that is not a whole number from 1
+ * to the policy's smallest limit (`part` `'cost'`).
  * Over HTTP it becomes a 400 whose body names the part (and the sources); in a GraphQL resolver
  * it is thrown as is (`extensions.code` `BAD_USER_INPUT`); in a gateway or a microservice handler
  * a `WsException` / `RpcException` with the same fields.
@@ -37,7 +38,9 @@ export class IdentityInputError extends Error {
         ? `${part} is sent in ${(sources ?? []).join(' and ')} with different values; send it once`
         : problem === 'no-client-address'
           ? "the client's address could not be determined, so the request cannot be rate-limited"
-          : `${part} must be a string or a number`,
+          : problem === 'not-a-cost'
+            ? `${part} must be a whole number from 1 to the policy's smallest limit`
+            : `${part} must be a string or a number`,
     );
     this.extensions = { code: 'BAD_USER_INPUT', part, ...(sources && { sources }) };
   }

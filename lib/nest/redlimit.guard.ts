@@ -12,6 +12,7 @@ import {
 } from './execution-context.util';
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
+import { requestCost } from './request-cost.util';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
@@ -201,8 +202,10 @@ export class RedlimitGuard implements CanActivate {
     request: HttpRequestLike | undefined,
   ): Part | PromiseLike<Part> {
     const keys = this.keysFor(context, layer, limiter, request);
-    const cost = layer.cost;
-    if (isPromiseLike(keys)) return Promise.resolve(keys).then((k) => ({ limiter, keys: k, cost }));
+    const cost = requestCost(context, layer.cost, limiter);
+    if (isPromiseLike(keys) || isPromiseLike(cost)) {
+      return Promise.all([keys, cost]).then(([k, c]) => ({ limiter, keys: k, cost: c }));
+    }
     return { limiter, keys, cost };
   }
 

@@ -37,6 +37,13 @@ export interface PolicyResolverService {
  */
 export type PolicyRef = string | PolicyOptions | PolicyResolver | Type<PolicyResolverService>;
 
+/**
+ * Units a request is charged, computed per call from its context (e.g. the `max_tokens` an LLM
+ * request asks for): a whole number from 1 to the policy's smallest limit, else the request is
+ * refused as bad input (HTTP 400) before anything is charged.
+ */
+export type CostFn = (context: ExecutionContext) => number | Promise<number>;
+
 /** Who a call is charged to by default: the client IP, or the API key (the IP without one). */
 export type ThrottleTracker = 'ip' | 'apiKey';
 
@@ -46,8 +53,8 @@ export interface ThrottleMetadata {
   readonly policy: PolicyRef;
   /** Replaces the default key (handler + route template + tracker). */
   readonly key?: ThrottleKeyFn;
-  /** Units charged per request. Default 1. */
-  readonly cost?: number;
+  /** Units charged per request, or a function of the call's context. Default 1. */
+  readonly cost?: number | CostFn;
   /** Who is charged when there is no key function. Default `'ip'`. */
   readonly by?: ThrottleTracker;
   /**
@@ -110,8 +117,11 @@ export type AttemptOutcome =
 export interface AttemptOptions {
   /** Policy name, inline policy or per-call resolver. Default: the module's `defaultPolicy`. */
   readonly policy?: PolicyRef;
-  /** Units charged on every key. Default 1. */
-  readonly cost?: number;
+  /**
+   * Units charged on every key, or a function of the call's context (a reservation the handler
+   * can settle with `attempt.adjust(actualCost)`). Default 1.
+   */
+  readonly cost?: number | CostFn;
   /**
    * When the spend is handed back besides an explicit `attempt.refund()`: `'success'` (the
    * handler returned without throwing) or a predicate on the outcome. Default: only on

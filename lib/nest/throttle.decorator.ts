@@ -1,5 +1,7 @@
 import { REDLIMIT_METADATA } from './redlimit.constants';
+import { checkCostOption } from './request-cost.util';
 import {
+  type CostFn,
   defineRedlimitMetadata,
   type PolicyRef,
   type RedlimitMetadata,
@@ -11,8 +13,12 @@ import {
 export interface ThrottleOptions {
   /** Replaces the default key (handler + route template + tracker). */
   readonly key?: ThrottleKeyFn;
-  /** Units charged per request: a whole number from 1 to the policy's smallest limit. Default 1. */
-  readonly cost?: number;
+  /**
+   * Units charged per request: a whole number from 1 to the policy's smallest limit, or a function
+   * of the call's context returning one (else the request is refused as bad input, HTTP 400).
+   * Default 1.
+   */
+  readonly cost?: number | CostFn;
   /**
    * Who is charged without a key function: `'ip'` (default) or `'apiKey'`, the API key header
    * (module option `apiKey.header`, default `x-api-key`) hashed, or the client IP when a request
@@ -92,6 +98,7 @@ export function Throttle(
       `@Throttle() scope must be 'route' or 'app'; got ${JSON.stringify(options.scope)}`,
     );
   }
+  checkCostOption(options.cost, '@Throttle()');
   const layer: ThrottleMetadata = {
     policy,
     ...(options.key && { key: options.key }),

@@ -1,4 +1,4 @@
-import { Attempt, parseFieldRef, resolveAttemptPart } from '../../lib/nest';
+import { Attempt, parseFieldRef, resolveAttemptPart, Throttle } from '../../lib/nest';
 
 /** Applies @Attempt to a fresh handler's first parameter. */
 function decorate(...args: Parameters<typeof Attempt>): void {
@@ -72,6 +72,20 @@ describe('@Attempt parts are checked when the decorator runs', () => {
   ])('%s → TypeError naming the part', (_title, part, message) => {
     expect(() => decorate(part as string)).toThrow(TypeError);
     expect(() => decorate(part as string)).toThrow(message);
+  });
+
+  it.each([0, -1, 1.5, '3', null])('cost %p → TypeError, on @Attempt and @Throttle', (cost) => {
+    expect(() => decorate('email', { cost } as never)).toThrow(
+      /@Attempt\(\) cost must be a whole number of at least 1 or a function of the context/,
+    );
+    expect(() => Throttle('p', { cost } as never)).toThrow(
+      /@Throttle\(\) cost must be a whole number of at least 1 or a function of the context/,
+    );
+  });
+
+  it('a cost function is taken as it is (checked per call)', () => {
+    expect(() => decorate('email', { cost: () => 3 })).not.toThrow();
+    expect(() => Throttle('p', { cost: () => 3 })).not.toThrow();
   });
 
   it('unknown @Attempt options are errors', () => {

@@ -141,6 +141,36 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
       expect(health.headers.get('ratelimit')).toBeNull();
     }
   });
+  it('completions: a token budget per API key reserves max_tokens and settles to the tokens used', async () => {
+    const complete = (apiKey: string, body: Record<string, unknown>) =>
+      app.request('/completions', { method: 'POST', headers: { 'x-api-key': apiKey }, body });
+    const first = await complete('key-1', { prompt: 'hello rate limited world', max_tokens: 4000 });
+    expect(first.status).toBe(201);
+    expect(await first.json()).toEqual({
+      text: 'hello rate limited world',
+      usage: { reserved: 4000, total_tokens: 9 },
+    });
+    // The reservation was settled to 9: 9,991 of 10,000 are left, so 9,991 can be reserved…
+    const all = await complete('key-1', { prompt: 'again', max_tokens: 9991 });
+    expect(all.status).toBe(201);
+    expect(await all.json()).toMatchObject({ usage: { reserved: 9991, total_tokens: 3 } });
+    // …and settled to 3: 9,988 left. A reservation of 9,989 does not fit.
+    const over = await complete('key-1', { prompt: 'one more', max_tokens: 9989 });
+    expect(over.status).toBe(429);
+    expect(await over.json()).toMatchObject({ policy: 'tokens' });
+    expect((await complete('key-1', { prompt: 'fits', max_tokens: 9988 })).status).toBe(201);
+    // Another API key has a budget of its own; a max_tokens that is not a whole number within
+    // the budget is the request's fault (400), and charges nothing.
+    expect((await complete('key-2', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
+    for (const bad of ['many', 0, 2.5, 10001]) {
+      const refused = await complete('key-3', { prompt: 'x', max_tokens: bad });
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        message: expect.stringMatching(/^cost must be/) as unknown,
+      });
+    }
+    expect((await complete('key-3', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
+  });
 });
 
 describe('the sample app process', () => {
@@ -216,6 +246,11 @@ describe('the sample app process', () => {
       policies: [
         { name: 'sign-in', algorithm: 'fixed-window', limits: [{ limit: 5, windowMs: 900_000 }] },
         { name: 'links', algorithm: 'sliding-window', limits: [{ limit: 10, windowMs: 60_000 }] },
+        {
+          name: 'tokens',
+          algorithm: 'fixed-window',
+          limits: [{ limit: 10_000, windowMs: 3_600_000 }],
+        },
         { name: 'api', algorithm: 'sliding-window', failMode: 'open' },
       ],
     });

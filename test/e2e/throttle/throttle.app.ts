@@ -116,6 +116,21 @@ class GlobalController {
     return 'burst';
   }
 
+  /** Charged what the `x-units` header asks for (a function of the call's context). */
+  @Post('units')
+  @Throttle('five', {
+    override: true,
+    cost: (ctx) =>
+      Promise.resolve(
+        Number(
+          ctx.switchToHttp().getRequest<{ headers: Record<string, string> }>().headers['x-units'],
+        ),
+      ),
+  })
+  units(): string {
+    return 'units';
+  }
+
   @Get('health')
   @SkipThrottle()
   health(): string {

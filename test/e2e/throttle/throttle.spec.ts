@@ -49,6 +49,23 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     });
   });
 
+  it('a cost function charges each call what its context asks; a bad one is a 400 that charges nothing', async () => {
+    const units = (value: string) =>
+      app.request('/global/units', { method: 'POST', headers: { 'x-units': value } });
+    expect((await units('3')).status).toBe(201);
+    for (const bad of ['0', '-1', '1.5', 'lots', '6']) {
+      const refused = await units(bad);
+      expect(refused.status).toBe(400);
+      expect(await refused.json()).toMatchObject({
+        message: "cost must be a whole number from 1 to the policy's smallest limit",
+      });
+    }
+    const last = await units('2');
+    expect(last.status).toBe(201);
+    expect(last.headers.get('ratelimit')).toMatch(/^"five";r=0;t=\d+$/);
+    expect((await units('1')).status).toBe(429);
+  });
+
   it('endpoints sharing a policy keep separate budgets', async () => {
     expect(await statuses([app.request('/shared/a'), app.request('/shared/a')])).toEqual([
       200, 200,
