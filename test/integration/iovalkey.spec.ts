@@ -1,10 +1,9 @@
 /**
  * iovalkey (the ioredis fork for Valkey) as RedisStore's client: decisions, refunds, lockouts,
- * coalescing, the function library and its recovery, at runtime. Its types are a fork of ioredis's,
- * so TypeScript needs a cast (`client as unknown as Redis`) until RedisStore types clients by shape.
+ * coalescing, the function library and its recovery. RedisStore types its client by shape, so an
+ * iovalkey client needs no cast.
  */
 import Valkey from 'iovalkey';
-import type { Redis } from 'ioredis';
 import { Limiter, RedisStore } from '../../lib';
 import { TestClock } from '../support/backends';
 import { redisUrl, startRedisServer, uniquePrefix } from '../support/redis';
@@ -19,7 +18,7 @@ describe('iovalkey client', () => {
 
   const store = (clock?: TestClock) =>
     new RedisStore({
-      client: valkey as unknown as Redis,
+      client: valkey,
       prefix: uniquePrefix('iovalkey'),
       ...(clock && { clock: clock.read }),
     });
@@ -59,7 +58,7 @@ describe('iovalkey client', () => {
     const server = await startRedisServer();
     const own = new Valkey(server.url);
     try {
-      const limiter = new Limiter(new RedisStore({ client: own as unknown as Redis }), {
+      const limiter = new Limiter(new RedisStore({ client: own }), {
         name: 'flush',
         algorithm: 'gcra',
         limit: 3,

@@ -336,3 +336,29 @@ describe('node-redis v4', () => {
     }
   });
 });
+
+describe('node-redis is an optional peer', () => {
+  afterEach(() => {
+    jest.dontMock('redis');
+    jest.resetModules();
+  });
+
+  it('redlimit and redlimit/nest load, and RedisStore runs on ioredis, without it installed', async () => {
+    const admin = new Redis(redisUrl());
+    try {
+      let lib: typeof import('../../lib') | undefined;
+      jest.isolateModules(() => {
+        jest.doMock('redis', () => {
+          throw new Error("Cannot find module 'redis'");
+        });
+        lib = jest.requireActual<typeof import('../../lib')>('../../lib');
+        jest.requireActual<typeof import('../../lib/nest')>('../../lib/nest');
+      });
+      const store = new lib!.RedisStore({ client: admin, prefix: uniquePrefix('no-node-redis') });
+      const limiter = new lib!.Limiter(store, fixedWindow(1));
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    } finally {
+      admin.disconnect();
+    }
+  });
+});
