@@ -9,7 +9,7 @@
 // Must be zero: over-admitted units, decisions slower than timeoutMs + 50 ms, errors reaching a
 // caller, phantom spends, unhandled rejections. The exit status is 1 when one is not.
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { storageKey } from '../lib';
@@ -22,6 +22,7 @@ import {
   targetTable,
   type TargetResult,
 } from './chaos/report';
+import { compileWorker } from './chaos/compile';
 import { type FaultTimings, localCluster, singleRedis, type Target } from './chaos/targets';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { redisVersion } from './support/redis.util';
@@ -34,7 +35,8 @@ const USAGE = `npm run chaos -- [options]
   --rate N       calls per second per worker (default 250)
   --out DIR      where chaos.md and chaos.svg go (default bench/results; --quick: chaos-quick.*)
   --no-write     print the tables only
-  --keep-logs    keep the workers' logs (their directory is printed)`;
+  --keep-logs    keep the workers' logs (their directory is printed)
+  --cpu-prof DIR write a CPU profile of each worker into DIR (to find what held an event loop)`;
 
 const WORKERS = 4;
 
@@ -45,6 +47,7 @@ const options = parseCommandLine(USAGE, {
   out: { type: 'string' },
   'no-write': { type: 'boolean' },
   'keep-logs': { type: 'boolean' },
+  'cpu-prof': { type: 'string' },
 });
 const quick = options.quick ?? false;
 const phaseMs = positiveInteger(
@@ -68,9 +71,13 @@ interface Worker {
   next(type: FromWorker['type']): Promise<FromWorker>;
 }
 
-function startWorker(index: number): Worker {
-  const child = fork(join(__dirname, 'chaos', 'worker.ts'), [], {
-    execArgv: ['-r', require.resolve('ts-node/register/transpile-only'), '--expose-gc'],
+function startWorker(script: string, index: number): Worker {
+  const child = fork(script, [], {
+    execArgv: [
+      '--enable-source-maps',
+      '--expose-gc',
+      ...(options['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', options['cpu-prof']] : []),
+    ],
     env: { ...process.env, CHAOS_WORKER: String(index), CHAOS_SEED: '17' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -121,6 +128,7 @@ async function runTarget(
   const faults = target.faults.filter((f) => !quick || f.quick);
   const prefix = `chaos:${target.name}:`;
   const logs = workers.map((_, i) => join(logDir, `${target.name}-${i}.log`));
+  const readyAsked = Date.now();
   workers.forEach((w, i) =>
     w.child.send({
       type: 'target',
@@ -132,6 +140,7 @@ async function runTarget(
     } satisfies ToWorker),
   );
   await Promise.all(workers.map((w) => w.next('ready')));
+  console.log(`  workers ready after ${((Date.now() - readyAsked) / 1000).toFixed(1)} s`);
   const redisStartBytes = await target.memoryBytes();
   const began = Date.now();
   const phases: Phase[] = [];
@@ -162,7 +171,15 @@ async function runTarget(
   const seconds = (Date.now() - began) / 1000;
   const sum = (pick: (d: Extract<FromWorker, { type: 'done' }>) => number) =>
     done.reduce((total, d) => total + (d.type === 'done' ? pick(d) : 0), 0);
-  const rows = audit(phases, readLogs(logs), losses, probes);
+  writeFileSync(
+    join(logDir, `${target.name}-probes.json`),
+    JSON.stringify(probes.map((p) => ({ ...p, counts: Object.fromEntries(p.counts) }))),
+  );
+  const logged = readLogs(logs);
+  const rows = audit(phases, logged, losses, probes);
+  const stalls = logged.stalls.flat();
+  const busy = stalls.filter((l) => l.mainCpuMs >= 0.5 * (l.to - l.from));
+  const offCpuMs = stalls.reduce((t, l) => t + Math.max(0, l.to - l.from - l.mainCpuMs), 0);
   return {
     name: target.name,
     description: target.description,
@@ -175,6 +192,8 @@ async function runTarget(
     unhandledRejections: sum((d) => d.unhandledRejections),
     uncaughtExceptions: sum((d) => d.uncaughtExceptions),
     maxLoopDelayMs: Math.max(...done.map((d) => (d.type === 'done' ? d.maxLoopDelayMs : 0))),
+    starvedSeconds: offCpuMs / 1000,
+    longestBusyStallMs: busy.reduce((m, l) => Math.max(m, l.to - l.from), 0),
     problems,
   };
 }
@@ -182,7 +201,8 @@ async function runTarget(
 async function main(): Promise<number> {
   const started = Date.now();
   const logDir = mkdtempSync(join(os.tmpdir(), 'redlimit-chaos-'));
-  const workers = Array.from({ length: WORKERS }, (_, i) => startWorker(i));
+  const script = compileWorker(join(logDir, 'js'));
+  const workers = Array.from({ length: WORKERS }, (_, i) => startWorker(script, i));
   const results: TargetResult[] = [];
   let version = 'unknown';
   try {
@@ -195,7 +215,8 @@ async function main(): Promise<number> {
           version = await redisVersion(client);
           client.disconnect();
         }
-        console.log(`${target.name}: ${target.description}`);
+        const elapsed = ((Date.now() - started) / 1000).toFixed(1);
+        console.log(`${target.name} (started at +${elapsed} s): ${target.description}`);
         results.push(await runTarget(target, workers, logDir));
       } finally {
         await target.stop();

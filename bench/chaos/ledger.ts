@@ -50,8 +50,10 @@ export interface PhaseFigures {
   readonly storeFailed: number;
   /** Calls that rejected, plus calls allowed without a charge: must be 0. */
   readonly errors: number;
-  /** Calls slower than timeoutMs + 50 ms: must be 0. */
+  /** Calls slower than timeoutMs + 50 ms, the process not starved: must be 0. */
   readonly slow: number;
+  /** Calls slower than timeoutMs + 50 ms while the OS gave their process no CPU (see starved). */
+  readonly slowStarved: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly maxMs: number;
@@ -74,21 +76,51 @@ interface Spend {
 }
 
 interface Call {
+  readonly worker: number;
   readonly start: number;
   readonly latencyMs: number;
   readonly kind: CallKind;
   readonly outcome: Outcome;
 }
 
-/** Reads the workers' logs. */
-export function readLogs(files: readonly string[]): { calls: Call[]; spends: Spend[] } {
+/** A stretch in which a worker's event loop did not run. */
+interface Stall {
+  readonly from: number;
+  readonly to: number;
+  readonly cpuMs: number;
+  /** CPU the main thread used (NaN where unknown). */
+  readonly mainCpuMs: number;
+  /** Time the main thread waited for a CPU while runnable (NaN where unknown). */
+  readonly waitMs: number;
+}
+
+/** The workers' logs, read. */
+export interface Logs {
+  readonly calls: readonly Call[];
+  readonly spends: readonly Spend[];
+  /** Per worker, the stretches in which its event loop did not run. */
+  readonly stalls: ReadonlyArray<readonly Stall[]>;
+}
+
+/** Reads the workers' logs (one file per worker, in worker order). */
+export function readLogs(files: readonly string[]): Logs {
   const calls: Call[] = [];
   const spends: Spend[] = [];
-  for (const file of files) {
+  const stalls = files.map(() => [] as Stall[]);
+  for (const [worker, file] of files.entries()) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       const f = line.split('\t');
-      if (f[0] === 'D') {
+      if (f[0] === 'L') {
+        stalls[worker]!.push({
+          from: Number(f[1]),
+          to: Number(f[2]),
+          cpuMs: Number(f[3]),
+          mainCpuMs: Number(f[4]),
+          waitMs: Number(f[5]),
+        });
+      } else if (f[0] === 'D') {
         calls.push({
+          worker,
           start: Number(f[1]),
           latencyMs: Number(f[2]),
           kind: f[3] as CallKind,
@@ -105,7 +137,28 @@ export function readLogs(files: readonly string[]): { calls: Call[]; spends: Spe
       }
     }
   }
-  return { calls, spends };
+  return { calls, spends, stalls };
+}
+
+/**
+ * Whether a slow call's lateness is the machine's: from its deadline to its answer, its worker's
+ * event loop stalled (its 5 ms timer late by more than 10 ms) with the main thread off CPU — waiting
+ * for a CPU, or for its own helper threads (GC) that wait for one — for all but `SLOW_MARGIN_MS`
+ * of the time. No timer can fire then, whatever the code does. A loop held by the process's own
+ * work (main thread on CPU), or a timer late while the loop ran, does not excuse it. Stretches
+ * count in proportion to their overlap.
+ */
+function starved(call: Call, stalls: readonly Stall[]): boolean {
+  const deadline = call.start + TIMEOUT_MS;
+  const answered = call.start + call.latencyMs;
+  let offCpu = 0;
+  for (const stall of stalls) {
+    const overlap = Math.min(stall.to, answered) - Math.max(stall.from, deadline);
+    const length = stall.to - stall.from;
+    if (overlap <= 0 || !(stall.mainCpuMs >= 0)) continue;
+    offCpu += (Math.max(0, length - stall.mainCpuMs) * overlap) / length;
+  }
+  return offCpu >= answered - deadline - SLOW_MARGIN_MS;
 }
 
 /** One limit of a reference limiter: whether `cost` fits at `at`, given what it accepted. */
@@ -224,7 +277,7 @@ function phaseOf(phases: readonly Phase[], start: number): number {
 /** Checks a target's run: one row of figures per phase. */
 export function audit(
   phases: readonly Phase[],
-  logs: { calls: readonly Call[]; spends: readonly Spend[] },
+  logs: Logs,
   losses: readonly LossEvent[],
   probes: readonly ProbeRead[],
 ): PhaseFigures[] {
@@ -237,6 +290,7 @@ export function audit(
     storeFailed: 0,
     errors: 0,
     slow: 0,
+    slowStarved: 0,
     overAdmitted: 0,
     lostByFailover: 0,
     phantom: 0,
@@ -247,7 +301,10 @@ export function audit(
     const row = rowOf(call.start);
     row.calls++;
     row.latencies.push(call.latencyMs);
-    if (call.latencyMs > TIMEOUT_MS + SLOW_MARGIN_MS) row.slow++;
+    if (call.latencyMs > TIMEOUT_MS + SLOW_MARGIN_MS) {
+      if (starved(call, logs.stalls[call.worker]!)) row.slowStarved++;
+      else row.slow++;
+    }
     if (call.outcome === 'a') row.admitted++;
     else if (call.outcome === 'r') row.refused++;
     else if (call.outcome === 'f') row.storeFailed++;

@@ -70,7 +70,10 @@ export function probeKey(phase: number, worker: number, n: number): string {
  *   budget, `f` refused because the store failed (fail closed), `e` rejected (an error reached
  *   the caller), `u` allowed without a charge (must not happen under fail closed);
  * - `S start policy key cost at`: one per key charged by an allowed call; `at` is the Redis
- *   clock when that key was charged (the receipt's `atByKey`, else `at`), which names its window.
+ *   clock when that key was charged (the receipt's `atByKey`, else `at`), which names its window;
+ * - `L from to cpuMs mainCpuMs waitMs`: the worker's event loop could not run from `from` to `to`
+ *   (ms since the epoch), while the process used `cpuMs` of CPU, its main thread `mainCpuMs`, and
+ *   the main thread waited `waitMs` for a CPU while runnable (Linux schedstat; NaN elsewhere).
  */
 export type Outcome = 'a' | 'r' | 'f' | 'e' | 'u';
 

@@ -18,6 +18,10 @@ export interface TargetResult {
   readonly unhandledRejections: number;
   readonly uncaughtExceptions: number;
   readonly maxLoopDelayMs: number;
+  /** Time the workers' main threads were off CPU while their loops stalled, summed. */
+  readonly starvedSeconds: number;
+  /** The longest stretch a worker's own work held its event loop (over 30 ms), in ms. */
+  readonly longestBusyStallMs: number;
   /** Faults that could not be played, with why. */
   readonly problems: readonly string[];
 }
@@ -55,6 +59,7 @@ export function targetTable(result: TargetResult): string {
     'lost by failover',
     'phantom',
     'slow',
+    'slow, starved',
     'errors',
     'store failed',
     'p99 ms',
@@ -68,6 +73,7 @@ export function targetTable(result: TargetResult): string {
     String(r.lostByFailover + r.probeLost),
     String(r.phantom),
     String(r.slow),
+    String(r.slowStarved),
     String(r.errors),
     grouped(r.storeFailed),
     ms(r.p99Ms),
@@ -83,8 +89,10 @@ export function targetNotes(result: TargetResult): string {
       `${mb(result.heapEndBytes)} at the end. Redis \`used_memory\`` +
       `${result.name === 'cluster' ? ' (masters summed)' : ''}: ${mb(result.redisStartBytes)} ` +
       `at the start, ${mb(result.redisEndBytes)} at the end. Unhandled rejections: ` +
-      `${result.unhandledRejections}; uncaught exceptions: ${result.uncaughtExceptions}; largest ` +
-      `event-loop delay in a worker: ${ms(result.maxLoopDelayMs)} ms.`,
+      `${result.unhandledRejections}; uncaught exceptions: ${result.uncaughtExceptions}. Largest ` +
+      `event-loop delay in a worker: ${ms(result.maxLoopDelayMs)} ms; event loops held by ` +
+      `their own work for at most ${ms(result.longestBusyStallMs)} ms at a time; main threads ` +
+      `off CPU while their loops stalled: ${result.starvedSeconds.toFixed(1)} s in all.`,
     ...result.problems.map((p) => `**Problem:** ${p}`),
   ].join('\n\n');
 }

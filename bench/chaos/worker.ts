@@ -4,7 +4,7 @@
  * calls them at a steady rate (an open loop: calls go out on schedule whatever the answers do),
  * logging every call and every charged key (see plan.ts for the format) until told to stop.
  */
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, readFileSync, type WriteStream } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import Redis, { Cluster } from 'ioredis';
 import { type Decision, Limiter, RedisStore, type StackedDecision } from '../../lib';
@@ -118,20 +118,51 @@ class Run {
     let issued = 0;
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
+    const stalls = this.watchStalls();
     while (!stopped()) {
       const due = Math.floor(((performance.now() - start) / 1000) * this.target.ratePerSecond);
       for (let n = 0; issued < due && n < 100; n++, issued++) this.call();
       this.flush();
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    delay.disable();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    clearInterval(stalls);
+    delay.disable();
     // Late replies are refunded by their receipts: give those refunds time to land.
     await new Promise((resolve) => setTimeout(resolve, 300));
     this.maxLoopDelayMs = delay.max / 1e6;
   }
 
   maxLoopDelayMs = 0;
+
+  /**
+   * Logs every stretch of more than 10 ms in which a 5 ms timer could not run, with the CPU the
+   * process used meanwhile and, from Linux schedstat, the CPU its main thread used and the time it
+   * waited for a CPU while runnable. A main thread on CPU for the whole stretch means the
+   * process's own work held the event loop; off CPU, the machine (or the process's helper threads
+   * waiting for a CPU) kept it from running.
+   */
+  private watchStalls(): ReturnType<typeof setInterval> {
+    let lastWall = Date.now();
+    let lastTick = performance.now();
+    let lastCpu = process.cpuUsage();
+    let lastSched = schedstat();
+    return setInterval(() => {
+      const tick = performance.now();
+      const cpu = process.cpuUsage();
+      const wall = Date.now();
+      const sched = schedstat();
+      if (tick - lastTick > 10) {
+        const cpuMs = (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000;
+        const mainMs = sched.cpuMs - lastSched.cpuMs;
+        const waitMs = sched.waitMs - lastSched.waitMs;
+        this.lines.push(
+          `L\t${lastWall}\t${wall}\t${cpuMs.toFixed(1)}\t${mainMs.toFixed(1)}\t${waitMs.toFixed(1)}`,
+        );
+      }
+      [lastWall, lastTick, lastCpu, lastSched] = [wall, tick, cpu, sched];
+    }, 5);
+  }
 
   private call(): void {
     const kind = pick(CALL_MIX);
@@ -204,6 +235,16 @@ class Run {
     this.flush();
     await new Promise<void>((resolve) => this.log.end(resolve));
     this.client.disconnect();
+  }
+}
+
+/** CPU time of this thread and its time waiting on a run queue, in ms; NaN off Linux. */
+function schedstat(): { cpuMs: number; waitMs: number } {
+  try {
+    const [cpu, wait] = readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ');
+    return { cpuMs: Number(cpu) / 1e6, waitMs: Number(wait) / 1e6 };
+  } catch {
+    return { cpuMs: NaN, waitMs: NaN };
   }
 }
 
