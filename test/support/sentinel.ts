@@ -51,8 +51,11 @@ export interface StartedRedisSentinel {
    * disconnected by it.
    */
   createClient(options?: RedisOptions): Promise<Redis>;
-  /** SIGKILLs the current master (no shutdown, no last replication); resolves with its address. */
-  killMaster(): Promise<HostPort>;
+  /**
+   * SIGKILLs the current master (no shutdown, no last replication); resolves with its address
+   * and `killedAt`, the `performance.now()` at which the signal was sent.
+   */
+  killMaster(): Promise<HostPort & { readonly killedAt: number }>;
   /**
    * Resolves once every sentinel names a master other than `old` and that server answers
    * `ROLE` as master; rejects after `timeoutMs` (default 30 s).
@@ -169,13 +172,14 @@ export async function startRedisSentinel(
         }
         return client;
       },
-      async killMaster(): Promise<HostPort> {
+      async killMaster(): Promise<HostPort & { readonly killedAt: number }> {
         const address = await masterAddress();
         const server = servers.find((s) => s.port === address.port);
         if (!server) throw new Error(`the master ${address.port} is not one of this deployment`);
+        const killedAt = performance.now();
         process.kill(server.pid, 'SIGKILL');
         await until(() => Promise.resolve(!alive(server.pid)), `the master ${address.port} to die`);
-        return address;
+        return { ...address, killedAt };
       },
       async waitForFailover(old: HostPort, timeoutMs = 30_000): Promise<HostPort> {
         let promoted: HostPort | undefined;
