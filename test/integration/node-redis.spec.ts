@@ -5,7 +5,7 @@
  * offline queue, a Cluster's masters — on node-redis v5, and the basics on v4.
  */
 import Redis from 'ioredis';
-import { createClient } from 'redis';
+import { createClient, createClientPool, createSentinel } from 'redis';
 import { createClient as createClientV4, createCluster as createClusterV4 } from 'redis-v4';
 import {
   type Algorithm,
@@ -334,6 +334,25 @@ describe('node-redis v4', () => {
     } finally {
       await cluster.quit();
     }
+  });
+});
+
+describe('node-redis clients RedisStore does not take', () => {
+  it('refuses a client pool, a Sentinel client and a v4 legacyMode client, saying why', () => {
+    const pool = createClientPool({ url: redisUrl() });
+    const sentinel = createSentinel({
+      name: 'mymaster',
+      sentinelRootNodes: [{ host: '127.0.0.1', port: 1 }],
+    });
+    const legacy = createClientV4({ url: redisUrl(), legacyMode: true });
+    const store = (client: unknown) => () =>
+      new RedisStore({ client: client as NodeRedisClient, prefix: 'refused:' });
+    expect(store(pool)).toThrow(/client pool: redlimit needs one connection/);
+    expect(store(sentinel)).toThrow(/Sentinel client, which redlimit does not take yet/);
+    expect(store(legacy)).toThrow(/legacyMode; pass its promise client, client\.v4/);
+    expect(store({ get: () => undefined })).toThrow(
+      /must be an ioredis or iovalkey Redis or Cluster, or a node-redis createClient\(\)/,
+    );
   });
 });
 

@@ -83,6 +83,11 @@ export function clientPort(client: unknown, name: string): ClientPort {
       `${name} is a node-redis Sentinel client, which redlimit does not take yet`,
     );
   }
+  if (typeof (client as { v4?: unknown }).v4 === 'object') {
+    throw new TypeError(
+      `${name} is a node-redis v4 client in legacyMode; pass its promise client, client.v4`,
+    );
+  }
   if (has('execute')) {
     throw new TypeError(
       `${name} is a node-redis client pool: redlimit needs one connection (a pool runs commands ` +
@@ -101,7 +106,8 @@ function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluste
   if (typeof members.defineCommand === 'function' && typeof members.call === 'function') {
     return 'ioredis';
   }
-  if (typeof members.sendCommand !== 'function') return undefined;
+  // A v4 legacyMode client sends commands with callbacks (its promise client is `.v4`).
+  if (typeof members.sendCommand !== 'function' || typeof members.v4 === 'object') return undefined;
   if (typeof members.nodeClient === 'function' && 'masters' in members) return 'node-redis cluster';
   // A Sentinel client has isReady too, but sends commands as (isReadonly, args); a pool has none.
   if (typeof members.isReady === 'boolean' && typeof members.getMasterNode !== 'function') {
