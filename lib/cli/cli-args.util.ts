@@ -29,6 +29,12 @@ export interface CliArgs {
   readonly version: boolean;
   /** `--redis`: overrides `REDLIMIT_REDIS_URL` / `REDIS_URL`. */
   readonly redis?: string;
+  /** `--cluster`: `host:port[,host:port…]` of Redis Cluster nodes, instead of a URL. */
+  readonly cluster?: string;
+  /** `--sentinel`: `host:port[,host:port…]` of sentinels, instead of a URL. */
+  readonly sentinel?: string;
+  /** `--sentinel-name`: the master's name in Sentinel (with `--sentinel`). */
+  readonly sentinelName?: string;
   /** `--prefix`: overrides `REDLIMIT_PREFIX`. */
   readonly prefix?: string;
   /** `--policies`: more policies in the `REDLIMIT_POLICIES` syntax. */
@@ -65,6 +71,9 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
         help: { type: 'boolean', short: 'h', default: false },
         version: { type: 'boolean', default: false },
         redis: { type: 'string' },
+        cluster: { type: 'string' },
+        sentinel: { type: 'string' },
+        'sentinel-name': { type: 'string' },
         prefix: { type: 'string' },
         policies: { type: 'string' },
         timeout: { type: 'string' },
@@ -92,6 +101,9 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     timeoutMs: timeout(values.timeout),
     ...(values.route !== undefined && { route: values.route }),
     ...(values.redis !== undefined && { redis: values.redis }),
+    ...(values.cluster !== undefined && { cluster: values.cluster }),
+    ...(values.sentinel !== undefined && { sentinel: values.sentinel }),
+    ...(values['sentinel-name'] !== undefined && { sentinelName: values['sentinel-name'] }),
     ...(values.prefix !== undefined && { prefix: values.prefix }),
     ...(values.policies !== undefined && { policies: values.policies }),
     ...(values.dotenv !== undefined && { dotenv: values.dotenv }),

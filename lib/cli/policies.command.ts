@@ -1,7 +1,6 @@
 import { type Algorithm, resolvePolicy } from '../core/policy';
-import type { CliConfig } from './cli-config.util';
+import { type CliConfig, describeTarget } from './cli-config.util';
 import { columns, formatLimits } from './cli-format.util';
-import { maskUrl } from '../nest/mask-url.util';
 
 /** Algorithms whose limits have a capacity of their own. */
 const BURST_ALGORITHMS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'gcra']);
@@ -16,7 +15,7 @@ export interface CommandOutput {
 
 /**
  * `redlimit policies`: the configured policies, their limits and fail modes, the key prefix and
- * the Redis URL (password masked). Needs no Redis.
+ * the Redis (a URL with its password masked, cluster nodes or sentinels). Needs no Redis.
  *
  * @example
  * policiesCommand(config).text;
@@ -37,7 +36,7 @@ export function policiesCommand(config: CliConfig): CommandOutput {
       spec: formatLimits(policy),
     };
   });
-  const redis = config.redisUrl === undefined ? null : maskUrl(config.redisUrl);
+  const redis = config.redis === undefined ? null : describeTarget(config.redis);
   const header = `redis ${redis ?? '(not configured)'}, prefix '${config.prefix}'`;
   const text =
     policies.length === 0

@@ -46,6 +46,11 @@ Options:
   --json                   machine-readable output
   --exact                  part=value values are not normalised (parts with normalize: false)
   --redis URL              instead of REDLIMIT_REDIS_URL / REDIS_URL
+  --cluster HOST:PORT[,…]  a Redis Cluster, by some of its nodes
+                           (instead of REDLIMIT_REDIS_CLUSTER_NODES)
+  --sentinel HOST:PORT[,…] --sentinel-name NAME
+                           the master NAME the sentinels name (instead of
+                           REDLIMIT_REDIS_SENTINELS / REDLIMIT_REDIS_SENTINEL_NAME)
   --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
   --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
@@ -54,7 +59,8 @@ Options:
   -h, --help               this help
   --version                the redlimit version
 
-Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
+Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_REDIS_CLUSTER_NODES,
+REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
 REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET — read and validated as RedlimitModule reads them.
 
 Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
@@ -105,10 +111,14 @@ async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput>
   // Everything that can be wrong with the input is found before Redis is contacted.
   const definition = policyDefinition(args.policy!, config);
   const keys = callerKeys(args, config);
-  if (config.redisUrl === undefined) {
-    throw usageError('no Redis configured: set REDLIMIT_REDIS_URL or REDIS_URL, or pass --redis');
+  if (config.redis === undefined) {
+    throw usageError(
+      'no Redis configured: set REDLIMIT_REDIS_URL or REDIS_URL (or REDLIMIT_REDIS_CLUSTER_NODES, ' +
+        'or REDLIMIT_REDIS_SENTINELS with REDLIMIT_REDIS_SENTINEL_NAME), or pass --redis, ' +
+        '--cluster or --sentinel',
+    );
   }
-  const client = await connectRedis(config.redisUrl, args.timeoutMs);
+  const client = await connectRedis(config.redis, args.timeoutMs);
   try {
     const store = new RedisStore({ client, prefix: config.prefix });
     // Fail mode closed, silently: a failure must become an error here, never a made-up budget.
