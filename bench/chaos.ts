@@ -14,7 +14,14 @@ import * as os from 'node:os';
 import { join } from 'node:path';
 import { storageKey } from '../lib';
 import { audit, type LossEvent, type Phase, type ProbeRead, readLogs } from './chaos/ledger';
-import { type FromWorker, PROBE, PROBE_KEYS, probeKey, type ToWorker } from './chaos/plan';
+import {
+  type FromWorker,
+  PROBE,
+  PROBE_KEYS,
+  PROBE_LOG,
+  probeKey,
+  type ToWorker,
+} from './chaos/plan';
 import {
   failures,
   latencyChart,
@@ -117,7 +124,17 @@ async function readProbes(target: Target, prefix: string, phase: number): Promis
   );
   const counts = new Map<string, number>();
   keys.forEach((key, i) => counts.set(key, Number(values[i] ?? 0)));
-  return { phase, redisNow, counts };
+  const sets = await target.readSortedSets(
+    keys.map((key) => storageKey(prefix, key, PROBE_LOG.name, 0)),
+  );
+  const members = new Map<string, Array<[string, number]>>();
+  keys.forEach((key, i) => {
+    const flat = sets[i]!;
+    const list: Array<[string, number]> = [];
+    for (let m = 0; m < flat.length; m += 2) list.push([flat[m]!, Number(flat[m + 1])]);
+    members.set(key, list);
+  });
+  return { phase, redisNow, counts, members };
 }
 
 async function runTarget(
@@ -173,7 +190,13 @@ async function runTarget(
     done.reduce((total, d) => total + (d.type === 'done' ? pick(d) : 0), 0);
   writeFileSync(
     join(logDir, `${target.name}-probes.json`),
-    JSON.stringify(probes.map((p) => ({ ...p, counts: Object.fromEntries(p.counts) }))),
+    JSON.stringify(
+      probes.map((p) => ({
+        ...p,
+        counts: Object.fromEntries(p.counts),
+        members: Object.fromEntries(p.members),
+      })),
+    ),
   );
   const logged = readLogs(logs);
   const rows = audit(phases, logged, losses, probes);

@@ -18,7 +18,15 @@
 import { readFileSync } from 'node:fs';
 import { type Algorithm, type LimitRule, resolvePolicy } from '../../lib';
 import { quantile } from '../support/stats.util';
-import { type CallKind, type Outcome, POLICIES, PROBE, SLOW_MARGIN_MS, TIMEOUT_MS } from './plan';
+import {
+  type CallKind,
+  type Outcome,
+  POLICIES,
+  PROBE,
+  PROBE_LOG,
+  SLOW_MARGIN_MS,
+  TIMEOUT_MS,
+} from './plan';
 
 /** A phase of the run: calls started in [start, end) belong to it. */
 export interface Phase {
@@ -33,12 +41,18 @@ export interface LossEvent {
   readonly holds: (key: string) => boolean;
 }
 
-/** The probe counters read after a phase: caller key → stored count, and Redis time then. */
+/** The probes read after a phase, by caller key, with the Redis clock then. */
 export interface ProbeRead {
   readonly phase: number;
   readonly redisNow: number;
+  /** The fixed-window probe's stored count. */
   readonly counts: ReadonlyMap<string, number>;
+  /** The sliding-log probe's members: [member (spend id, `.n` per unit past 1), Redis ms]. */
+  readonly members: ReadonlyMap<string, ReadonlyArray<readonly [string, number]>>;
 }
+
+/** Slack for comparing the Redis clock with a worker's deadline (its offset is measured). */
+const CLOCK_SLACK_MS = 10;
 
 /** The figures of one phase. */
 export interface PhaseFigures {
@@ -61,8 +75,19 @@ export interface PhaseFigures {
   readonly overAdmitted: number;
   /** Units past the policy that only the documented losses explain. */
   readonly lostByFailover: number;
-  /** Probe units counted in Redis but never admitted to a caller: must be 0. */
+  /**
+   * Timed-probe units applied in Redis after the deadline of every caller that could have sent
+   * them (or with no such caller): must be 0.
+   */
   readonly phantom: number;
+  /**
+   * Timed-probe units applied before their caller's deadline although the caller was told the
+   * store failed: the call ran, its reply was lost (a killed connection or master) or came late
+   * and its refund did not land.
+   */
+  readonly replyLost: number;
+  /** Counting-probe units stored in Redis beyond those admitted to callers (all causes). */
+  readonly unreported: number;
   /** Probe units admitted to a caller that Redis no longer counts (a loss event). */
   readonly probeLost: number;
 }
@@ -73,6 +98,7 @@ interface Spend {
   readonly key: string;
   readonly cost: number;
   readonly at: number;
+  readonly spendId: string;
 }
 
 interface Call {
@@ -81,6 +107,8 @@ interface Call {
   readonly latencyMs: number;
   readonly kind: CallKind;
   readonly outcome: Outcome;
+  /** A probe call's caller key. */
+  readonly key?: string;
 }
 
 /** A stretch in which a worker's event loop did not run. */
@@ -125,6 +153,7 @@ export function readLogs(files: readonly string[]): Logs {
           latencyMs: Number(f[2]),
           kind: f[3] as CallKind,
           outcome: f[4] as Outcome,
+          key: f[5],
         });
       } else if (f[0] === 'S') {
         spends.push({
@@ -133,6 +162,7 @@ export function readLogs(files: readonly string[]): Logs {
           key: f[3]!,
           cost: Number(f[4]),
           at: Number(f[5]),
+          spendId: f[6] ?? '',
         });
       }
     }
@@ -232,7 +262,8 @@ function bucket({ limit, windowMs, burst }: LimitRule): RuleState {
   };
 }
 
-const RULE_STATE: Record<Algorithm, (rule: LimitRule) => RuleState> = {
+/** The algorithms the run drives (leases, `concurrency`, are not rates: not driven here). */
+const RULE_STATE: Partial<Record<Algorithm, (rule: LimitRule) => RuleState>> = {
   'fixed-window': fixedWindow,
   'sliding-window': slidingWindow,
   'sliding-log': slidingLog,
@@ -250,7 +281,9 @@ function replay(
   spends: readonly Spend[],
   losses: readonly number[],
 ): Spend[] {
-  const fresh = () => rules.map((rule) => RULE_STATE[algorithm](rule));
+  const state = RULE_STATE[algorithm];
+  if (!state) throw new Error(`the chaos ledger has no reference for ${algorithm}`);
+  const fresh = () => rules.map((rule) => state(rule));
   let states = fresh();
   let nextLoss = 0;
   const refused: Spend[] = [];
@@ -274,6 +307,46 @@ function phaseOf(phases: readonly Phase[], start: number): number {
   return -1;
 }
 
+/**
+ * Places every timed-probe member that no admitted caller holds: applied before the deadline of a
+ * probe call on its key that was told the store failed (reply lost), or after every such deadline
+ * (phantom).
+ */
+function timedProbe(
+  read: ProbeRead,
+  logs: Logs,
+  row: { phantom: number; replyLost: number; probeLost: number },
+): void {
+  const admitted = new Set<string>();
+  const admittedUnits = new Map<string, number>();
+  for (const spend of logs.spends) {
+    if (spend.policy !== PROBE_LOG.name || !spend.key.startsWith(`probe:${read.phase}:`)) continue;
+    admitted.add(spend.spendId);
+    admittedUnits.set(spend.key, (admittedUnits.get(spend.key) ?? 0) + spend.cost);
+  }
+  const failedStarts = new Map<string, number[]>();
+  for (const call of logs.calls) {
+    if (call.kind !== 'probelog' || !call.key || call.outcome === 'a') continue;
+    let list = failedStarts.get(call.key);
+    if (!list) failedStarts.set(call.key, (list = []));
+    list.push(call.start);
+  }
+  for (const [key, members] of read.members) {
+    let stored = 0;
+    for (const [member, at] of members) {
+      stored++;
+      if (admitted.has(member.split('.')[0]!)) continue;
+      const starts = failedStarts.get(key) ?? [];
+      const inTime = starts.some(
+        (start) => start - CLOCK_SLACK_MS <= at && at <= start + TIMEOUT_MS + CLOCK_SLACK_MS,
+      );
+      if (inTime) row.replyLost++;
+      else row.phantom++;
+    }
+    row.probeLost += Math.max(0, (admittedUnits.get(key) ?? 0) - stored);
+  }
+}
+
 /** Checks a target's run: one row of figures per phase. */
 export function audit(
   phases: readonly Phase[],
@@ -294,6 +367,8 @@ export function audit(
     overAdmitted: 0,
     lostByFailover: 0,
     phantom: 0,
+    replyLost: 0,
+    unreported: 0,
     probeLost: 0,
   }));
   const rowOf = (start: number) => rows[Math.max(0, phaseOf(phases, start))]!;
@@ -313,7 +388,7 @@ export function audit(
 
   const byKey = new Map<string, Spend[]>();
   for (const spend of logs.spends) {
-    if (spend.policy === PROBE.name) continue;
+    if (spend.policy === PROBE.name || spend.policy === PROBE_LOG.name) continue;
     const id = `${spend.policy}\t${spend.key}`;
     let list = byKey.get(id);
     if (!list) byKey.set(id, (list = []));
@@ -349,9 +424,10 @@ export function audit(
     for (const key of new Set([...admitted.keys(), ...read.counts.keys()])) {
       const stored = read.counts.get(key) ?? 0;
       const charged = admitted.get(key) ?? 0;
-      row.phantom += Math.max(0, stored - charged);
+      row.unreported += Math.max(0, stored - charged);
       row.probeLost += Math.max(0, charged - stored);
     }
+    timedProbe(read, logs, row);
   }
 
   return rows.map(({ latencies, ...row }) => ({

@@ -32,6 +32,19 @@ export const PROBE: PolicyOptions = {
   window: '1h',
 };
 
+/**
+ * The timed probe: a sliding log nobody can exhaust, on the same keys. Each stored member names
+ * its spend and carries the Redis clock when it was applied, so a spend no caller was told was
+ * admitted can be placed in time: before its caller's deadline (the call ran, its reply was lost
+ * or came late) or after it (a phantom spend).
+ */
+export const PROBE_LOG: PolicyOptions = {
+  name: 'probelog',
+  algorithm: 'sliding-log',
+  limit: 100_000,
+  window: '1h',
+};
+
 /** Probe keys per worker and phase. */
 export const PROBE_KEYS = 20;
 
@@ -45,7 +58,8 @@ export const TIMEOUT_MS = 500;
 export const SLOW_MARGIN_MS = 50;
 
 /** One kind of call a worker makes, with its share of the calls. */
-export type CallKind = 'fw' | 'sw' | 'tb' | 'gcra' | 'sl' | 'multi' | 'stack' | 'probe';
+export type CallKind =
+  'fw' | 'sw' | 'tb' | 'gcra' | 'sl' | 'multi' | 'stack' | 'probe' | 'probelog';
 
 export const CALL_MIX: ReadonlyArray<readonly [CallKind, number]> = [
   ['fw', 0.12],
@@ -53,9 +67,10 @@ export const CALL_MIX: ReadonlyArray<readonly [CallKind, number]> = [
   ['tb', 0.12],
   ['gcra', 0.12],
   ['sl', 0.12],
-  ['multi', 0.15],
-  ['stack', 0.15],
-  ['probe', 0.1],
+  ['multi', 0.14],
+  ['stack', 0.14],
+  ['probe', 0.06],
+  ['probelog', 0.06],
 ];
 
 /** The probe key `n` of `worker` in `phase`. */
@@ -65,11 +80,11 @@ export function probeKey(phase: number, worker: number, n: number): string {
 
 /**
  * Log lines, tab-separated, one file per worker and target:
- * - `D start latencyMs kind outcome`: one per call; `start` in ms since the epoch (this
+ * - `D start latencyMs kind outcome [key]`: one per call (probe calls name their key); `start` in ms since the epoch (this
  *   machine's clock, which Redis `TIME` reads too); outcome `a` allowed, `r` refused by its
  *   budget, `f` refused because the store failed (fail closed), `e` rejected (an error reached
  *   the caller), `u` allowed without a charge (must not happen under fail closed);
- * - `S start policy key cost at`: one per key charged by an allowed call; `at` is the Redis
+ * - `S start policy key cost at spendId`: one per key charged by an allowed call; `at` is the Redis
  *   clock when that key was charged (the receipt's `atByKey`, else `at`), which names its window;
  * - `L from to cpuMs mainCpuMs waitMs`: the worker's event loop could not run from `from` to `to`
  *   (ms since the epoch), while the process used `cpuMs` of CPU, its main thread `mainCpuMs`, and

@@ -31,6 +31,8 @@ export interface Target {
   readonly faults: readonly Fault[];
   /** Values of string keys (GET), with the Redis clock's reading, in ms. */
   read(keys: readonly string[]): Promise<{ values: Array<string | null>; redisNow: number }>;
+  /** Members and scores of sorted sets (ZRANGE … WITHSCORES: member, score, member, …). */
+  readSortedSets(keys: readonly string[]): Promise<string[][]>;
   /** `used_memory` of the server, or summed over the masters. */
   memoryBytes(): Promise<number>;
   stop(): Promise<void>;
@@ -147,6 +149,8 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
       const values = keys.length ? await admin.mget(...keys) : [];
       return { values, redisNow: redisMs(await admin.time()) };
     },
+    readSortedSets: (keys) =>
+      Promise.all(keys.map((key) => admin.zrange(key, 0, -1, 'WITHSCORES'))),
     memoryBytes: async () => usedMemory(await admin.info('memory')),
     stop: async () => {
       admin.disconnect();
@@ -263,6 +267,8 @@ export async function localCluster(timings: FaultTimings): Promise<Target> {
       const values = await Promise.all(keys.map((key) => admin.get(key)));
       return { values, redisNow: redisMs(await admin.time()) };
     },
+    readSortedSets: (keys) =>
+      Promise.all(keys.map((key) => admin.zrange(key, 0, -1, 'WITHSCORES'))),
     memoryBytes: async () => {
       let total = 0;
       for (const m of await cluster.masters())

@@ -19,6 +19,7 @@ import {
   POLICIES,
   PROBE,
   PROBE_KEYS,
+  PROBE_LOG,
   probeKey,
   TIMEOUT_MS,
   type ToWorker,
@@ -79,6 +80,7 @@ class Run {
   private readonly client: Redis | Cluster;
   private readonly limiters = new Map<string, Limiter>();
   private readonly probe: Limiter;
+  private readonly probeLog: Limiter;
   private readonly log: WriteStream;
   private lines: string[] = [];
   private phase = 0;
@@ -95,12 +97,13 @@ class Run {
     for (const policy of POLICIES)
       this.limiters.set(policy.name, new Limiter(store, policy, options));
     this.probe = new Limiter(store, PROBE, options);
+    this.probeLog = new Limiter(store, PROBE_LOG, options);
     this.log = createWriteStream(target.log);
   }
 
   async warm(): Promise<void> {
     // Functions loaded and the clock offset measured before the clock starts.
-    for (const limiter of [...this.limiters.values(), this.probe])
+    for (const limiter of [...this.limiters.values(), this.probe, this.probeLog])
       await limiter.peek(`warm:${worker}`);
     if (this.client instanceof Redis && this.target.url && worker % 2 === 1) {
       // As the Nest module does once ready: calls fail at once while disconnected.
@@ -171,13 +174,14 @@ class Run {
     const t0 = performance.now();
     this.calls++;
     this.inFlight++;
+    const probe = kind === 'probe' || kind === 'probelog';
+    const key = probe ? probeKey(this.phase, worker, Math.floor(random() * PROBE_KEYS)) : '';
     const settled = (outcome: Outcome) => {
-      this.lines.push(
-        `D\t${startedAt}\t${(performance.now() - t0).toFixed(2)}\t${kind}\t${outcome}`,
-      );
+      const latency = (performance.now() - t0).toFixed(2);
+      this.lines.push(`D\t${startedAt}\t${latency}\t${kind}\t${outcome}${probe ? `\t${key}` : ''}`);
       if (--this.inFlight === 0) this.drained?.();
     };
-    this.decide(kind, cost).then(
+    this.decide(kind, cost, key).then(
       ({ outcome, charged }) => {
         for (const d of charged) this.charged(startedAt, d);
         settled(outcome);
@@ -192,6 +196,7 @@ class Run {
   private async decide(
     kind: CallKind,
     cost: number,
+    probeCallerKey: string,
   ): Promise<{ outcome: Outcome; charged: readonly Decision[] }> {
     if (kind === 'stack') {
       const stacked = await Limiter.consumeAll([
@@ -202,9 +207,9 @@ class Run {
     }
     let limiter: Limiter;
     let keys: string | string[];
-    if (kind === 'probe') {
-      limiter = this.probe;
-      keys = probeKey(this.phase, worker, Math.floor(random() * PROBE_KEYS));
+    if (kind === 'probe' || kind === 'probelog') {
+      limiter = kind === 'probe' ? this.probe : this.probeLog;
+      keys = probeCallerKey;
     } else if (kind === 'multi') {
       limiter = this.limiters.get(POLICIES[Math.floor(random() * POLICIES.length)]!.name)!;
       keys = [callerKey('ip'), callerKey('user')];
@@ -221,7 +226,8 @@ class Run {
     if (!receipt.spent) return;
     receipt.keys.forEach((key, i) => {
       const at = receipt.atByKey?.[i] ?? receipt.at;
-      this.lines.push(`S\t${startedAt}\t${receipt.policy}\t${key}\t${receipt.cost}\t${at}`);
+      const id = receipt.spendId ?? '';
+      this.lines.push(`S\t${startedAt}\t${receipt.policy}\t${key}\t${receipt.cost}\t${at}\t${id}`);
     });
   }
 
