@@ -25,7 +25,25 @@ export class Attempt {
     private readonly giveBack: (decision: Decision) => Promise<unknown>,
     /** Settles the spend to an actual cost (see `Limiter.adjust`); absent: adjusting keeps the cost. */
     private readonly settleTo?: (decision: Decision, actualCost: number) => Promise<unknown>,
+    /** Renews a concurrency lease (see `Limiter.extend`); absent: nothing to renew. */
+    private readonly renew?: (decision: Decision) => Promise<boolean>,
   ) {}
+
+  /** Whether this attempt holds a `concurrency` lease: it is always released when it settles. */
+  get leased(): boolean {
+    return this.decision.receipt.spent && this.decision.receipt.algorithm === 'concurrency';
+  }
+
+  /**
+   * Renews this attempt's `concurrency` lease for another `window` from now, for long work.
+   *
+   * @returns true when the whole lease was still held; false when it had expired (or nothing was
+   *   leased)
+   */
+  extend(): Promise<boolean> {
+    if (this.settlement) return Promise.resolve(false);
+    return this.renew && this.leased ? this.renew(this.decision) : Promise.resolve(false);
+  }
 
   /** Marks the spend for refund; applied when the attempt settles. Calling it twice is harmless. */
   refund(): void {
@@ -66,16 +84,17 @@ export class Attempt {
   }
 
   /**
-   * Applies the outcome: refunds the spend if {@link refund} was called, else settles it to the
-   * cost given to {@link adjust}, else keeps the cost. Idempotent: later calls return the first
-   * settlement.
+   * Applies the outcome: refunds the spend if {@link refund} was called (a `concurrency` lease is
+   * always released), else settles it to the cost given to {@link adjust}, else keeps the cost.
+   * Idempotent: later calls return the first settlement.
    */
   settle(): Promise<void> {
-    this.settlement ??= this.refundRequested
-      ? this.giveBack(this.decision).then(() => undefined)
-      : this.actualCost !== undefined && this.settleTo
-        ? this.settleTo(this.decision, this.actualCost).then(() => undefined)
-        : Promise.resolve();
+    this.settlement ??=
+      this.refundRequested || this.leased
+        ? this.giveBack(this.decision).then(() => undefined)
+        : this.actualCost !== undefined && this.settleTo
+          ? this.settleTo(this.decision, this.actualCost).then(() => undefined)
+          : Promise.resolve();
     return this.settlement;
   }
 }

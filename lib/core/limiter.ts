@@ -231,6 +231,11 @@ export class Limiter {
   async adjust(target: Decision | Receipt, actualCost: number): Promise<boolean> {
     const receipt = this.receiptOf(target, 'adjust');
     checkActualCost(actualCost, this.policy.limits);
+    if (receipt.algorithm === 'concurrency') {
+      throw new TypeError(
+        `adjust(): policy '${receipt.policy}' leases (concurrency): release or extend a lease, it has no cost to settle`,
+      );
+    }
     const store = receipt.fallback ? this.fallback : this.store;
     if (typeof store?.adjust !== 'function') {
       throw new TypeError(
@@ -252,8 +257,46 @@ export class Limiter {
     return true;
   }
 
+  /**
+   * Releases a `concurrency` lease at once (the same as {@link refund}): its slots are free for the
+   * next caller. Releasing twice, or after the lease expired, does nothing.
+   *
+   * @returns whether the release was sent to the store
+   */
+  release(target: Decision | Receipt): Promise<boolean> {
+    return this.refund(target);
+  }
+
+  /**
+   * Renews a `concurrency` lease for another `window` from now, for long work (call it before the
+   * lease runs out, e.g. every half window). A lease that expired or was released is not brought
+   * back: take a new one.
+   *
+   * @returns true when the whole lease was still held and is renewed; false when nothing was spent,
+   *   the lease was released, or (part of) it had expired
+   * @throws TypeError when the policy is not `concurrency` or the store cannot extend leases
+   */
+  async extend(target: Decision | Receipt): Promise<boolean> {
+    const receipt = this.receiptOf(target, 'extend');
+    if (receipt.algorithm !== 'concurrency') {
+      throw new TypeError(
+        `extend(): policy '${receipt.policy}' is '${receipt.algorithm}'; only concurrency leases are extended`,
+      );
+    }
+    const store = receipt.fallback ? this.fallback : this.store;
+    if (typeof store?.extend !== 'function') {
+      throw new TypeError('extend(): this store cannot extend a lease (it has no extend method)');
+    }
+    if (!receipt.spent || settledReceipts.has(receipt)) return false;
+    const extended = store.extend({ ...receipt });
+    return receipt.fallback ? extended : this.deadlines.race(extended);
+  }
+
   /** The receipt of a refund or adjustment, checked: this policy's, as it was returned. */
-  private receiptOf(target: Decision | Receipt, operation: 'refund' | 'adjust'): Receipt {
+  private receiptOf(
+    target: Decision | Receipt,
+    operation: 'refund' | 'adjust' | 'extend',
+  ): Receipt {
     const receipt = isDecision(target) ? target.receipt : target;
     if (!receipt || typeof receipt !== 'object' || !Array.isArray(receipt.keys)) {
       throw new TypeError(`${operation}() takes a Decision or its Receipt`);
@@ -338,6 +381,20 @@ export class Limiter {
    */
   static async refundAll(stacked: StackedDecision): Promise<boolean> {
     return Limiter.settleParts(stacked, 'refundAll', (owner, decision) => owner.refund(decision));
+  }
+
+  /**
+   * Releases the `concurrency` leases of a stacked spend ({@link Limiter.consumeAll}), leaving its
+   * rate parts charged: "3 in flight and 100 per minute" gives back the slot, not the request.
+   *
+   * @returns whether any release was sent
+   */
+  static async releaseAll(stacked: StackedDecision): Promise<boolean> {
+    return Limiter.settleParts(stacked, 'releaseAll', (owner, decision) =>
+      decision.receipt.algorithm === 'concurrency'
+        ? owner.release(decision)
+        : Promise.resolve(false),
+    );
   }
 
   /**
@@ -565,6 +622,7 @@ export class Limiter {
       decision,
       (spent) => this.refund(spent),
       (spent, actualCost) => this.adjust(spent, actualCost),
+      (spent) => this.extend(spent),
     );
   }
 

@@ -1,16 +1,26 @@
 import { type Duration, parseDuration } from './duration.util';
 
-/** The algorithms a policy can use. */
-export type Algorithm = 'fixed-window' | 'sliding-window' | 'token-bucket' | 'gcra' | 'sliding-log';
+/** The rate algorithms: each admits `limit` units per `window`. */
+export type RateAlgorithm =
+  'fixed-window' | 'sliding-window' | 'token-bucket' | 'gcra' | 'sliding-log';
 
-/** Every algorithm this version implements, in documentation order. */
-export const ALGORITHMS: readonly Algorithm[] = [
+/**
+ * The algorithms a policy can use: a rate algorithm, or `concurrency` (at most `limit` leases in
+ * flight per key, each released by a refund or expiring after `window`).
+ */
+export type Algorithm = RateAlgorithm | 'concurrency';
+
+/** Every rate algorithm this version implements, in documentation order. */
+export const ALGORITHMS: readonly RateAlgorithm[] = [
   'fixed-window',
   'sliding-window',
   'token-bucket',
   'gcra',
   'sliding-log',
 ];
+
+/** Every algorithm a policy can use: the rate algorithms, then `concurrency`. */
+export const POLICY_ALGORITHMS: readonly Algorithm[] = [...ALGORITHMS, 'concurrency'];
 
 /** A sliding log stores one member per unit spent: its limit bounds the memory of a key. */
 export const MAX_SLIDING_LOG_LIMIT = 100_000;
@@ -194,9 +204,9 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     );
   }
   unknownFields(policy, POLICY_FIELDS, `policy '${name}'`);
-  if (!ALGORITHMS.includes(algorithm)) {
+  if (!POLICY_ALGORITHMS.includes(algorithm)) {
     throw new RangeError(
-      `policy.algorithm must be one of ${ALGORITHMS.map((a) => `'${a}'`).join(', ')}; got ${JSON.stringify(algorithm)}`,
+      `policy.algorithm must be one of ${POLICY_ALGORITHMS.map((a) => `'${a}'`).join(', ')}; got ${JSON.stringify(algorithm)}`,
     );
   }
   const given: Array<{ options: Partial<LimitOptions>; path: string }> = [];
@@ -220,7 +230,19 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   }
   const usesBurst = BURST_ALGORITHMS.includes(algorithm);
   const limits = given.map(({ options, path }) => resolveLimit(options, path, usesBurst));
+  if (algorithm === 'concurrency' && limits.length > 1) {
+    throw new RangeError(
+      `policy '${name}': a concurrency policy has one limit (the leases in flight, window the lease); ` +
+        'stack it with a rate policy (Limiter.consumeAll) for more',
+    );
+  }
   limits.forEach((rule, index) => {
+    if (algorithm === 'concurrency' && rule.limit > MAX_SLIDING_LOG_LIMIT) {
+      throw new RangeError(
+        `${given[index]!.path}.limit: concurrency keeps one entry per unit leased, so its limit is at most ` +
+          `${MAX_SLIDING_LOG_LIMIT}; got ${rule.limit}`,
+      );
+    }
     if (algorithm === 'sliding-log' && rule.limit > MAX_SLIDING_LOG_LIMIT) {
       throw new RangeError(
         `${given[index]!.path}.limit: a sliding log keeps one entry per unit, so its limit is at most ` +

@@ -160,6 +160,12 @@ export interface Store {
    * `Limiter.adjust` rejects with a clear error.
    */
   adjust?(request: AdjustRequest): Promise<void>;
+  /**
+   * Renews a `concurrency` lease for another `window` from now, on every key; a lease that expired
+   * or was released is not brought back. Resolves true when the whole lease was still held.
+   * Optional: without it, `Limiter.extend` rejects with a clear error.
+   */
+  extend?(request: RefundRequest): Promise<boolean>;
   /** Deletes the policy's state for the keys. */
   reset(request: ResetRequest): Promise<void>;
   /**

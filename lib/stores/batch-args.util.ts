@@ -66,7 +66,9 @@ export function batchCall(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
       request.cost,
     );
-    if (request.algorithm === 'sliding-log') decisions.push(spendId ?? '');
+    if (request.algorithm === 'sliding-log' || request.algorithm === 'concurrency') {
+      decisions.push(spendId ?? '');
+    }
   }
   if (earliestDeadline !== Infinity) {
     args[2] = earliestDeadline;

@@ -1,8 +1,10 @@
 import { monotonicNow } from '../core/clock.util';
-import type { Algorithm } from '../core/policy';
+import type { Algorithm, LimitRule } from '../core/policy';
 import { bucketMemory } from './memory/bucket.memory';
+import { concurrencyMemory } from './memory/concurrency.memory';
 import { fixedWindowMemory } from './memory/fixed-window.memory';
 import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm';
+import type { SlidingLogState } from './memory/sliding-log.memory';
 import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
 import { nextSpendId } from './spend-id.util';
@@ -24,6 +26,7 @@ const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
   'token-bucket': bucketMemory,
   gcra: bucketMemory,
   'sliding-log': slidingLogMemory,
+  concurrency: concurrencyMemory,
 };
 
 /** Options of {@link MemoryStore}. */
@@ -170,6 +173,51 @@ export class MemoryStore implements Store {
     return Promise.resolve();
   }
 
+  extend(request: RefundRequest): Promise<boolean> {
+    const now = this.now();
+    let renewed = 0;
+    this.eachState(request, now, (name, state, rule) => {
+      const extended = concurrencyMemory.extend(state, rule.windowMs, {
+        ...request,
+        now,
+        keep: 0,
+        reserved: request.cost,
+      });
+      renewed += extended.renewed;
+      this.write(name, extended.next.state, extended.next.expiresAt);
+    });
+    return Promise.resolve(renewed === request.keys.length * request.limits.length * request.cost);
+  }
+
+  /** Runs `fn` on every (key, limit) state of a concurrency request that holds leases. */
+  private eachState(
+    request: RefundRequest,
+    now: number,
+    fn: (name: string, state: SlidingLogState, rule: LimitRule) => void,
+  ): void {
+    for (const key of request.keys) {
+      request.limits.forEach((rule, l) => {
+        const name = storageKey('', key, request.policy, l);
+        const state = this.read(name, concurrencyMemory, now) as SlidingLogState | undefined;
+        if (state !== undefined) fn(name, state, rule);
+      });
+    }
+  }
+
+  /** Releases a lease: removes its members, whatever their instant; no ledger (see concurrency/refund.lua). */
+  private release(request: RefundRequest, now: number): void {
+    this.eachState(request, now, (name, state, rule) => {
+      const next = concurrencyMemory.refund(state, rule, {
+        ...request,
+        now,
+        keep: 0,
+        reserved: request.cost,
+      });
+      if (next === null) this.entries.delete(name);
+      else if (next !== undefined) this.write(name, next.state, next.expiresAt);
+    });
+  }
+
   /**
    * A refund, or (with `target`) an adjustment to that cost, per caller key; mirrors
    * `lua/lib/refund-frame.lua`.
@@ -177,6 +225,10 @@ export class MemoryStore implements Store {
   private settleSpend(request: RefundRequest, target?: number): void {
     const algorithm = MEMORY_ALGORITHMS[request.algorithm];
     const now = this.now();
+    if (request.algorithm === 'concurrency') {
+      if (target === undefined) this.release(request, now);
+      return;
+    }
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);
     const { spendId, at } = request;
     for (const [k, key] of request.keys.entries()) {

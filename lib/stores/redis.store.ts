@@ -237,29 +237,50 @@ export class RedisStore implements Store {
     return this.gate.inOrder(undefined, () => this.peekAll(requests));
   }
 
-  refund(request: RefundRequest): Promise<void> {
-    return this.settleSpend(request);
+  async refund(request: RefundRequest): Promise<void> {
+    await this.settleSpend(request);
   }
 
-  adjust(request: AdjustRequest): Promise<void> {
-    return this.settleSpend(request, request.actualCost);
+  async adjust(request: AdjustRequest): Promise<void> {
+    await this.settleSpend(request, request.actualCost);
   }
 
-  /** A refund, or (with `actualCost`) an adjustment, slot group by slot group on Cluster. */
-  private settleSpend(request: RefundRequest, actualCost?: number): Promise<void> {
+  async extend(request: RefundRequest): Promise<boolean> {
+    const renewed = await this.settleSpend(request, undefined, 'concurrency/extend');
+    return renewed === request.keys.length * request.limits.length * request.cost;
+  }
+
+  /**
+   * A refund, an adjustment (with `actualCost`) or a lease's renewal (`script`), slot group by
+   * slot group on Cluster. Resolves with the sum of the scripts' replies.
+   */
+  private settleSpend(
+    request: RefundRequest,
+    actualCost?: number,
+    script?: ScriptId,
+  ): Promise<number> {
     this.refusals?.forget(request.policy, request.keys);
     return this.gate.inOrder(undefined, async () => {
       const groups = this.slotGroups(request);
-      await this.whenSlotsFree(groups, () =>
+      const replies = await this.whenSlotsFree(groups, () =>
         Promise.all(
           groups.map(([, indices]) => {
             const at = request.atByKey?.[indices[0]!] ?? request.at;
             const marks = request.resetMarks && indices.map((i) => request.resetMarks![i]!);
             const { spendId } = request;
-            return this.refundPart(part(request, indices), at, spendId, marks, true, actualCost);
+            return this.refundPart(
+              part(request, indices),
+              at,
+              spendId,
+              marks,
+              true,
+              actualCost,
+              script,
+            );
           }),
         ),
       );
+      return replies.reduce((sum, reply) => sum + reply, 0);
     });
   }
 
@@ -411,7 +432,8 @@ export class RedisStore implements Store {
 
   /**
    * Refunds one slot group; `record: false` for a compensation (no receipt was ever issued). With
-   * `actualCost`, adjusts the spend to it instead.
+   * `actualCost`, adjusts the spend to it instead; with `script`, runs that script (a lease's
+   * renewal) on the same arguments. Resolves with the script's reply.
    */
   private async refundPart(
     request: SpendRequest,
@@ -420,14 +442,15 @@ export class RedisStore implements Store {
     resetMarks: readonly number[] | undefined,
     record = true,
     actualCost?: number,
-  ): Promise<void> {
+    script: ScriptId = `${request.algorithm}/refund`,
+  ): Promise<number> {
     const keys = storageKeysWithLedgers(
       this.prefix,
       request.keys,
       request.policy,
       request.limits.length,
     );
-    await this.run(`${request.algorithm}/refund`, keys, [
+    return (await this.run(script, keys, [
       this.now(),
       this.expiryOffsetMs,
       request.cost,
@@ -438,7 +461,7 @@ export class RedisStore implements Store {
       ...(actualCost === undefined
         ? (resetMarks ?? [])
         : [...(resetMarks ?? request.keys.map(() => 0)), actualCost]),
-    ]);
+    ])) as number;
   }
 
   private async decide(

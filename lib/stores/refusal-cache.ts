@@ -116,10 +116,12 @@ export class RefusalCache {
 
   /**
    * Remembers a consume's refusal if it came with a wait, and no refund or reset was issued
-   * through this store since the consume was (`issued`).
+   * through this store since the consume was (`issued`). Never a `concurrency` refusal: its wait
+   * is an upper bound (a lease can be released, by another process, at any time).
    */
   rememberConsume(request: SpendRequest, result: SpendResult, issued: Issued): void {
     if (result.allowed || result.retryAfterMs <= 0 || issued.forgets !== this.forgets) return;
+    if (request.algorithm === 'concurrency') return; // a release frees a lease before its wait ends
     this.remember(
       consumeName(request),
       [request],
@@ -134,6 +136,7 @@ export class RefusalCache {
     const refusing = result.results[result.refusingIndex];
     if (result.allowed || refusing === undefined || refusing.retryAfterMs <= 0) return;
     if (issued.forgets !== this.forgets) return;
+    if (requests.some((r) => r.algorithm === 'concurrency')) return; // leases free before the wait
     const answer: StackResult = {
       allowed: false,
       refusingIndex: result.refusingIndex,

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ALGORITHMS, type Algorithm } from '../core/policy';
+import { type Algorithm, POLICY_ALGORITHMS } from '../core/policy';
 
 /** Where the shipped Lua sources live: `<package>/lua`, two levels above `lib/stores` and `dist/stores`. */
 const LUA_ROOT = join(__dirname, '..', '..', 'lua');
@@ -9,13 +9,18 @@ const LUA_ROOT = join(__dirname, '..', '..', 'lua');
 /** `--#include lib/x.lua` on a line of its own splices in that file (paths from `lua/`). */
 const INCLUDE = /^--#include (\S+)$/gm;
 
-/** Which script: an algorithm's `consume` or `refund`, the shared `reset`, or `stack/consume` (several policies as one decision). */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision) or `batch/consume`. */
 export type ScriptId =
-  `${Algorithm}/${'consume' | 'refund'}` | 'reset/reset' | 'stack/consume' | 'batch/consume';
+  | `${Algorithm}/${'consume' | 'refund'}`
+  | 'concurrency/extend'
+  | 'reset/reset'
+  | 'stack/consume'
+  | 'batch/consume';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
-  ...ALGORITHMS.flatMap((a): ScriptId[] => [`${a}/consume`, `${a}/refund`]),
+  ...POLICY_ALGORITHMS.flatMap((a): ScriptId[] => [`${a}/consume`, `${a}/refund`]),
+  'concurrency/extend',
   'reset/reset',
   'stack/consume',
   'batch/consume',

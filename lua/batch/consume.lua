@@ -71,7 +71,7 @@ local function main()
     local model = models[ARGV[j]]
     if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
     local limitCount, rules = readRules(j + 1)
-    rules.model, rules.count, rules.ids = model, limitCount, ARGV[j] == 'sliding-log'
+    rules.model, rules.count, rules.ids = model, limitCount, ARGV[j] == 'sliding-log' or ARGV[j] == 'concurrency'
     sets[r] = rules
     j = j + 2 + 3 * limitCount
   end

@@ -25,3 +25,7 @@ do
 --#include sliding-log/model.lua
   models['sliding-log'] = { evaluate = evaluate, commit = commit, reset = resetIn }
 end
+do
+--#include sliding-log/model.lua
+  models['concurrency'] = { evaluate = evaluate, commit = commit, reset = resetIn } -- leases: a sliding log
+end

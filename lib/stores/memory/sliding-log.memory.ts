@@ -1,7 +1,7 @@
 import type { MemoryAlgorithm } from './memory-algorithm';
 
 /** One member per unit spent: the spend's id and instant, kept in order of instant. */
-interface SlidingLogState {
+export interface SlidingLogState {
   readonly log: Array<{ readonly id: string; readonly at: number }>;
 }
 

@@ -1,0 +1,29 @@
+--[[
+concurrency/refund.lua: release one lease: remove exactly its members (one per unit), on every key
+and limit, whatever their score (an extended lease was scored again). Removing them twice removes
+nothing, so no ledger is needed and none is written; a lease that expired, or a key reset since,
+has nothing left to remove. A Cluster compensation releases the same way.
+
+KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per caller
+       key (not used)
+ARGV   as lib/refund-frame.lua: [3] units leased, [5] spend id, [7] L (the rest is not used)
+Return number of members removed
+]]
+local function main()
+  if spendId == '' then return 0 end
+  local limitCount = tonumber(ARGV[7])
+  local states = #KEYS / (limitCount + 1) * limitCount
+  local members = {}
+  if cost == 1 then
+    members[1] = spendId
+  else
+    for n = 1, cost do members[n] = spendId .. '.' .. n end
+  end
+  local released = 0
+  for i = 1, states do
+    for first = 1, #members, 100 do
+      released = released + rcall('ZREM', KEYS[i], unpack(members, first, math.min(#members, first + 99)))
+    end
+  end
+  return released
+end
