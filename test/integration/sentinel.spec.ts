@@ -2,7 +2,13 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
-import { LimiterRegistry, RedlimitConnection, RedlimitModule } from '../../lib/nest';
+import {
+  LimiterRegistry,
+  RedlimitConnection,
+  RedlimitModule,
+  type RedlimitModuleOptions,
+  redlimitOptionsFromEnv,
+} from '../../lib/nest';
 import { clusterNodes } from '../support/cluster-handle';
 import { uniquePrefix } from '../support/redis';
 import { startRedisSentinel, type StartedRedisSentinel } from '../support/sentinel';
@@ -86,34 +92,45 @@ describeWithSentinel('Redis Sentinel: decisions on the master the sentinels name
     client.disconnect();
   });
 
-  it('RedlimitModule with redis: { sentinels, name } limits through the master, and closes its client', async () => {
-    const prefix = uniquePrefix('sentinel-module');
-    @Module({
-      imports: [
-        RedlimitModule.forRoot({
-          redis: sentinelOptions(),
-          prefix,
-          policies: { login: { algorithm: 'fixed-window', limit: 2, window: '1h' } },
-        }),
-      ],
-    })
-    class SentinelAppModule {}
-    const moduleRef = await NestFactory.createApplicationContext(SentinelAppModule, {
-      logger: false,
-      abortOnError: false,
-    });
-    const connection = moduleRef.get(RedlimitConnection);
-    const login = moduleRef.get(LimiterRegistry).get('login');
-    const allowed = [];
-    for (let i = 0; i < 3; i++) allowed.push((await login.consume('email:alice')).allowed);
-    expect(allowed).toEqual([true, true, false]);
-    expect(connection.kind).toBe('redis');
-    const { port } = await deployment.masterAddress();
-    expect(remotePort(connection.client)).toBe(port);
-    expect(await onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
-    await moduleRef.close();
-    expect(connection.client?.status).toBe('end');
+  const fromOptions = (prefix: string): RedlimitModuleOptions => ({
+    redis: sentinelOptions(),
+    prefix,
+    policies: { login: { algorithm: 'fixed-window', limit: 2, window: '1h' } },
   });
+  const fromEnvironment = (prefix: string): RedlimitModuleOptions =>
+    redlimitOptionsFromEnv({
+      REDLIMIT_REDIS_SENTINELS: deployment.sentinels.map((s) => `${s.host}:${s.port}`).join(','),
+      REDLIMIT_REDIS_SENTINEL_NAME: deployment.name,
+      REDLIMIT_PREFIX: prefix,
+      REDLIMIT_POLICIES: 'login=fixed-window:2/1h',
+    });
+
+  it.each([
+    ['redis: { sentinels, name }', fromOptions],
+    ['REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME', fromEnvironment],
+  ])(
+    'RedlimitModule with %s limits through the master, and closes its client',
+    async (_, options) => {
+      const prefix = uniquePrefix('sentinel-module');
+      @Module({ imports: [RedlimitModule.forRoot(options(prefix))] })
+      class SentinelAppModule {}
+      const moduleRef = await NestFactory.createApplicationContext(SentinelAppModule, {
+        logger: false,
+        abortOnError: false,
+      });
+      const connection = moduleRef.get(RedlimitConnection);
+      const login = moduleRef.get(LimiterRegistry).get('login');
+      const allowed = [];
+      for (let i = 0; i < 3; i++) allowed.push((await login.consume('email:alice')).allowed);
+      expect(allowed).toEqual([true, true, false]);
+      expect(connection.kind).toBe('redis');
+      const { port } = await deployment.masterAddress();
+      expect(remotePort(connection.client)).toBe(port);
+      expect(await onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
+      await moduleRef.close();
+      expect(connection.client?.status).toBe('end');
+    },
+  );
 
   it('follows a failover: master killed, replica promoted, decisions resume; each one settles as allowed, refused or failed closed', async () => {
     const connection = await RedlimitConnection.open({
