@@ -266,6 +266,30 @@ describe('node-redis client: a spend that reaches Redis after its deadline write
 });
 
 onCluster('node-redis Cluster client', () => {
+  it.each(['fixed-window', 'gcra', 'sliding-log'] as const)(
+    '%s: 50 concurrent two-slot consumes at limit 5: at most 5 per key, refusals leave no charge',
+    async (algorithm) => {
+      const cluster = await connectNodeRedisCluster(nodes!);
+      try {
+        const store = new RedisStore({ client: cluster, prefix: uniquePrefix('nr-contention') });
+        const limiter = new Limiter(store, { name: 'login', algorithm, limit: 5, window: '1h' });
+        const keys = ['ip:203.0.113.7', 'email:5f4dcc3b5aa765d6']; // two slots
+        const decisions = await Promise.all(
+          Array.from({ length: 50 }, () => limiter.consume(keys)),
+        );
+        const allowed = decisions.filter((d) => d.allowed).length;
+        expect(allowed).toBeGreaterThanOrEqual(1);
+        expect(allowed).toBeLessThanOrEqual(5);
+        for (const key of keys) {
+          const left = await limiter.peek(key);
+          expect(left.allowed ? left.remaining + 1 : left.remaining).toBe(5 - allowed);
+        }
+      } finally {
+        await cluster.close();
+      }
+    },
+  );
+
   it('loads the function library on every master after FUNCTION FLUSH, and decides across slots', async () => {
     const cluster = await connectNodeRedisCluster(nodes!);
     try {

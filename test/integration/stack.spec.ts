@@ -13,7 +13,7 @@ import {
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
-const stores = backends('stack');
+const stores = backends('stack', { nodeRedis: true });
 const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 
 /** The three layers of the plans example: per IP for everyone, per plan, per endpoint. */

@@ -83,7 +83,7 @@ export function clientPort(client: unknown, name: string): ClientPort {
       `${name} is a node-redis Sentinel client, which redlimit does not take yet`,
     );
   }
-  if (typeof (client as { v4?: unknown }).v4 === 'object') {
+  if (isLegacyMode(client)) {
     throw new TypeError(
       `${name} is a node-redis v4 client in legacyMode; pass its promise client, client.v4`,
     );
@@ -106,12 +106,20 @@ function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluste
   if (typeof members.defineCommand === 'function' && typeof members.call === 'function') {
     return 'ioredis';
   }
-  // A v4 legacyMode client sends commands with callbacks (its promise client is `.v4`).
-  if (typeof members.sendCommand !== 'function' || typeof members.v4 === 'object') return undefined;
+  if (typeof members.sendCommand !== 'function' || isLegacyMode(client)) return undefined;
   if (typeof members.nodeClient === 'function' && 'masters' in members) return 'node-redis cluster';
   // A Sentinel client has isReady too, but sends commands as (isReadonly, args); a pool has none.
   if (typeof members.isReady === 'boolean' && typeof members.getMasterNode !== 'function') {
     return 'node-redis';
   }
   return undefined;
+}
+
+/**
+ * A node-redis v4 client in legacyMode: it sends commands with callbacks (its promise client is
+ * `.v4`, a getter that throws on other clients, so the option is read instead).
+ */
+function isLegacyMode(client: unknown): boolean {
+  const { options } = client as { options?: { legacyMode?: unknown } };
+  return typeof options === 'object' && options !== null && options.legacyMode === true;
 }
