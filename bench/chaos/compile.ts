@@ -3,8 +3,11 @@
  * TypeScript compiler is loaded in it already) into a scratch directory, instead of each worker
  * loading the compiler and transpiling the same files again (about 4 s of CPU each, 15 s under
  * load). `node_modules` and `lua` are linked in, so modules resolve and the store finds its
- * scripts as it does from the checkout.
+ * scripts as it does from the checkout. With a revision, `lib/` and `lua/` come from that commit
+ * (`git archive`), so a run measures committed code while the work tree changes; the bench itself
+ * always comes from the work tree.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import * as ts from 'typescript';
@@ -20,8 +23,11 @@ function typescriptFiles(dir: string): string[] {
   });
 }
 
-/** Transpiles the sources into `outDir`; returns the path of the worker's JavaScript. */
-export function compileWorker(outDir: string): string {
+/**
+ * Transpiles the sources into `outDir`; returns the path of the worker's JavaScript. With
+ * `revision`, `lib/` and `lua/` are taken from that commit.
+ */
+export function compileWorker(outDir: string, revision?: string): string {
   const compilerOptions: ts.CompilerOptions = {
     module: ts.ModuleKind.CommonJS,
     target: ts.ScriptTarget.ES2022,
@@ -30,8 +36,19 @@ export function compileWorker(outDir: string): string {
     emitDecoratorMetadata: true,
     inlineSourceMap: true,
   };
-  for (const file of SOURCES.flatMap((dir) => typescriptFiles(join(REPO, dir)))) {
-    const out = join(outDir, relative(REPO, file)).replace(/\.ts$/, '.js');
+  mkdirSync(outDir, { recursive: true });
+  let sources = SOURCES.map((dir) => join(REPO, dir));
+  if (revision) {
+    const archive = execFileSync('git', ['archive', '--format=tar', revision, 'lib', 'lua'], {
+      cwd: REPO,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    execFileSync('tar', ['-x', '-C', outDir], { input: archive });
+    sources = [join(outDir, 'lib'), join(REPO, 'bench')];
+  }
+  for (const file of sources.flatMap(typescriptFiles)) {
+    const root = file.startsWith(outDir) ? outDir : REPO;
+    const out = join(outDir, relative(root, file)).replace(/\.ts$/, '.js');
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), {
       compilerOptions,
       fileName: file,
@@ -40,6 +57,6 @@ export function compileWorker(outDir: string): string {
     writeFileSync(out, outputText);
   }
   symlinkSync(join(REPO, 'node_modules'), join(outDir, 'node_modules'), 'dir');
-  symlinkSync(join(REPO, 'lua'), join(outDir, 'lua'), 'dir');
+  if (!revision) symlinkSync(join(REPO, 'lua'), join(outDir, 'lua'), 'dir');
   return join(outDir, 'bench', 'chaos', 'worker.js');
 }
