@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { Limiter, LimiterRegistry, MemoryStore, RedlimitConnection } from '../../../lib/nest';
 import { clusterNodes } from '../../support/cluster-handle';
+import { connectNodeRedis } from '../../support/node-redis';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, startApp } from '../support/app';
 import { lifecycleApp } from './lifecycle.app';
@@ -74,6 +75,36 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
       expect(await client.ping()).toBe('PONG');
     } finally {
       await client.quit();
+    }
+  });
+
+  it('a node-redis client passed in: limits, says where Redis is, and is never closed', async () => {
+    const client = await connectNodeRedis(redisUrl());
+    try {
+      const app = await startApp(
+        lifecycleApp({ redis: { client }, prefix: uniquePrefix('e2e-life') }),
+        platform,
+      );
+      const connection = app.app.get(RedlimitConnection);
+      const codes = [];
+      for (let i = 0; i < 3; i++) codes.push((await app.request('/ping')).status);
+      expect(codes).toEqual([200, 200, 429]);
+      expect(connection.redisClient).toBe(client);
+      expect(connection.client).toBeUndefined(); // not an ioredis client
+      expect(connection.status).toBe('ready');
+      const { port } = new URL(redisUrl());
+      expect(app.logs).toContainEqual(
+        expect.stringMatching(
+          new RegExp(
+            `^log: Rate limits are kept in Redis at redis://127\\.0\\.0\\.1:${port} \\(the client passed in\\)`,
+          ),
+        ),
+      );
+      await app.close();
+      expect(client.isReady).toBe(true);
+      expect(await client.ping()).toBe('PONG');
+    } finally {
+      await client.close();
     }
   });
 
