@@ -208,12 +208,18 @@ function describeRedis(redis: RedisConnectionOptions, client: RedisStoreClient):
         port?: number;
         url?: string;
         socket?: { host?: string; port?: number };
+        sentinels?: ReadonlyArray<{ host?: string; port?: number }> | null;
+        name?: string | null;
       };
     };
     if (passed.isCluster === true || passed.masters !== undefined) {
       return 'Cluster (the client passed in)';
     }
-    const { host, port, url, socket } = passed.options ?? {};
+    const { host, port, url, socket, sentinels, name } = passed.options ?? {};
+    if (sentinels && sentinels.length > 0) {
+      const list = sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`);
+      return `the master '${name ?? ''}' of Sentinel ${list.join(', ')} (the client passed in)`;
+    }
     if (url !== undefined) return `${maskUrl(url)} (the client passed in)`;
     return `${host ?? socket?.host ?? 'localhost'}:${port ?? socket?.port ?? 6379} (the client passed in)`;
   }

@@ -132,6 +132,32 @@ describeWithSentinel('Redis Sentinel: decisions on the master the sentinels name
     },
   );
 
+  it('the startup log names the sentinels and the master, for a Sentinel client passed in too', async () => {
+    const client = await deployment.createClient();
+    const logs: string[] = [];
+    const logger = {
+      log: (message: unknown) => logs.push(String(message)),
+      error: () => undefined,
+      warn: () => undefined,
+    };
+    const sentinels = deployment.sentinels.map((s) => `${s.host}:${s.port}`).join(', ');
+    for (const redis of [sentinelOptions(), { client }]) {
+      @Module({ imports: [RedlimitModule.forRoot({ redis })] })
+      class SentinelLogModule {}
+      const app = await NestFactory.createApplicationContext(SentinelLogModule, {
+        logger,
+        abortOnError: false,
+      });
+      await app.close();
+    }
+    client.disconnect();
+    const kept = logs.filter((line) => line.startsWith('Rate limits are kept in Redis'));
+    expect(kept).toEqual([
+      `Rate limits are kept in Redis at the master '${deployment.name}' of Sentinel ${sentinels}, prefix 'rl:'`,
+      `Rate limits are kept in Redis at the master '${deployment.name}' of Sentinel ${sentinels} (the client passed in), prefix 'rl:'`,
+    ]);
+  });
+
   it('follows a failover: master killed, replica promoted, decisions resume; each one settles as allowed, refused or failed closed', async () => {
     const connection = await RedlimitConnection.open({
       redis: sentinelOptions(),
