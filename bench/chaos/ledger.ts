@@ -35,7 +35,10 @@ export interface Phase {
   readonly end: number;
 }
 
-/** Redis may have forgotten charges made before `at` on the keys `holds` says yes to. */
+/**
+ * Redis may have forgotten charges made before `at` on the keys `holds` says yes to: `at` is
+ * when the process that held them was gone, so every charge stamped earlier was made by it.
+ */
 export interface LossEvent {
   readonly at: number;
   readonly holds: (key: string) => boolean;

@@ -85,9 +85,11 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
   const everything = () => true;
 
   const killAndRestart = async (args: string[], keepData: boolean): Promise<LossEvent[]> => {
-    const at = Date.now();
     process.kill(server.pid, 'SIGKILL');
     await server.stop();
+    // Once the process is gone: what it applied before then may be lost (it applied spends up to
+    // the kill, with clock readings up to then), nothing is applied until the restart.
+    const at = Date.now();
     if (!keepData) rmSync(aofDir, { recursive: true, force: true });
     server = await spawnRedisServer(args, { pickPort: () => Promise.resolve(port) });
     return [{ at, holds: everything }];
@@ -231,8 +233,10 @@ export async function localCluster(timings: FaultTimings): Promise<Target> {
       quick: true,
       apply: async () => {
         const { master, holds } = await masterOf(cluster, hotKey);
-        const at = Date.now();
         await cluster.killNode(master.port);
+        // Once the process is gone (killNode waits for it): its slots take no spend until the
+        // replica is promoted, and what it applied before may be missing on the replica.
+        const at = Date.now();
         await cluster.waitForHealthy(20_000);
         await cluster.restartNode(master.port);
         await cluster.waitForHealthy(20_000);
