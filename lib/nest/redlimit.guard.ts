@@ -1,4 +1,4 @@
-import { type CanActivate, type ExecutionContext, Injectable } from '@nestjs/common';
+import { type CanActivate, type ExecutionContext, Injectable, Logger } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import { Limiter } from '../core/limiter';
 import { UNKNOWN_CLIENT } from './client-ip.util';
@@ -13,6 +13,7 @@ import {
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { requestCost } from './request-cost.util';
+import { releaseOnClose } from './lease-release.util';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
@@ -68,6 +69,7 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
 @Injectable()
 export class RedlimitGuard implements CanActivate {
   /** {@link throttlesFor}'s layers by the handler's merged metadata: built once per handler. */
+  private readonly logger = new Logger('RedlimitGuard');
   private readonly layersByMetadata = new WeakMap<
     EffectiveRedlimitMetadata,
     readonly ThrottleMetadata[]
@@ -110,12 +112,21 @@ export class RedlimitGuard implements CanActivate {
     if (unique.length === 1) {
       const { limiter, keys, cost } = unique[0]!;
       decision = await limiter.consume(callerKeys(keys), { cost });
+      if (decision.allowed && limiter.policy.algorithm === 'concurrency') {
+        this.releaseLeases(response, [{ limiter, decision }]);
+      }
       if (response) this.http.applyHeaders(response, decision, limiter.policy);
       if (decision.allowed && hasAttempt(context)) {
         recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
       }
     } else {
       const stacked = await Limiter.consumeAll(unique);
+      if (stacked.allowed) {
+        this.releaseLeases(
+          response,
+          stacked.decisions.map((d, i) => ({ limiter: unique[i]!.limiter, decision: d })),
+        );
+      }
       // The response describes the refusing layer, else the one with the least left.
       let shown = 0;
       stacked.decisions.forEach((d, i) => {
@@ -193,6 +204,22 @@ export class RedlimitGuard implements CanActivate {
         .then((limiter) => this.partOf(context, layer, limiter, request));
     }
     return this.partOf(context, layer, this.registry.resolve(policy), request);
+  }
+
+  /**
+   * `concurrency` layers hold a lease for the request: released when the response has been sent
+   * or the connection closed (GraphQL over HTTP too). Without a Node response (WebSocket,
+   * microservice) the lease expires after its window; `@Attempt` releases when the handler settles.
+   */
+  private releaseLeases(
+    response: HttpResponseLike | undefined,
+    leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
+  ): void {
+    releaseOnClose(response, leases, (error, decision) =>
+      this.logger.warn(
+        `Could not release a lease of policy '${decision.policy}'; it expires after its window (${error instanceof Error ? error.message : String(error)})`,
+      ),
+    );
   }
 
   private partOf(
