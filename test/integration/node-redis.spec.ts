@@ -1,8 +1,8 @@
 /**
  * node-redis (`redis` on npm) as RedisStore's client, beyond the shared suites that run on it
- * through backends(…, { nodeRedis: true }): what depends on the client itself — scripts and their
- * recovery, deadlines on a frozen server and late replies, the clock probe, coalescing, the
- * offline queue, a Cluster's masters — on node-redis v5, and the basics on v4.
+ * through backends(…, { nodeRedis: true }) (and coalescing.spec.ts): what depends on the client
+ * itself — scripts and their recovery, deadlines on a frozen server and late replies, the clock
+ * probe, the offline queue, a Cluster's masters — on node-redis v5, and the basics on v4.
  */
 import Redis from 'ioredis';
 import { createClient, createClientPool, createSentinel } from 'redis';
@@ -136,15 +136,6 @@ describe('node-redis client on a server of its own', () => {
     await client.close();
     admin.disconnect();
     await server.stop();
-  });
-
-  it('coalesces: 40 concurrent decisions take 4 script runs, and admit exactly the limit', async () => {
-    const limiter = new Limiter(new RedisStore({ client, prefix: 'coalesce:' }), fixedWindow(25));
-    await limiter.peek('warm'); // loads the library and measures the Redis clock
-    await admin.config('RESETSTAT');
-    const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.consume('a')));
-    expect(decisions.filter((d) => d.allowed)).toHaveLength(25);
-    expect(await scriptCommands(admin)).toEqual({ fcall: 4 }); // 1 alone, then 16 + 16 + 7
   });
 
   it.each(['SCRIPT', 'FUNCTION'])(
