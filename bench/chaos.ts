@@ -284,12 +284,17 @@ async function main(): Promise<number> {
       'Columns: **over-admitted**, units charged past a policy with the documented losses ' +
         'allowed for (must be 0); **lost by failover**, units past a policy that only a loss ' +
         'event explains (a restart without persistence, a master killed before its replica had a ' +
-        'charge), plus probe units Redis no longer counted; **phantom**, probe units Redis ' +
-        'counted that no caller was told were admitted (must be 0); **slow**, decisions slower ' +
-        'than timeoutMs + 50 ms (must be 0); **errors**, calls that rejected or were allowed ' +
-        'without a charge (must be 0); **store failed**, refusals because Redis failed or ' +
-        'timed out (fail closed, expected during a fault). A phase runs from its first call to ' +
-        'the next phase: the fault, then the recovered target.',
+        'charge), plus probe units Redis no longer counted; **phantom**, probe units stored in ' +
+        'Redis after the deadline of every caller that could have sent them (must be 0); ' +
+        "**reply lost**, probe units stored before their caller's deadline although the caller " +
+        'was told the store failed (the script ran, its answer was lost with a killed connection ' +
+        'or master, or came late and its refund did not land); **slow**, decisions slower than ' +
+        "timeoutMs + 50 ms (must be 0); **slow, starved**, the same while the worker's event " +
+        'loop stalled with its main thread off CPU for all but 50 ms of the lateness (a busy ' +
+        'machine: no timer can fire); **errors**, calls that rejected or were allowed without a ' +
+        'charge (must be 0); **store failed**, refusals because Redis failed or timed out (fail ' +
+        'closed, expected during a fault). A phase runs from its first call to the next phase: ' +
+        'the fault, then the recovered target.',
     ].join(''),
     `![p99 latency per phase](${quick ? 'chaos-quick' : 'chaos'}.svg)`,
   ].join('\n\n');
