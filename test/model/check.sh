@@ -4,12 +4,13 @@
 # Fails on any assertion violation, LTL violation, or search cut short; and fails if the model
 # no longer finds the known bug of a mutant (buckets compensated by the plain refund rule).
 #   test/model/check.sh          the CI set (seconds)
-#   test/model/check.sh --deep   also clock ticks 0..3 on buckets (minutes, ~20 M states)
+#   test/model/check.sh --deep   also clock ticks 0..3 on buckets (tens of minutes, up to 20 M states)
 set -euo pipefail
 
 model="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/cross-slot.pml"
 deep=0
-if [ "${1:-}" = "--deep" ]; then deep=1; fi
+memlim=2048 # MB for pan's state store
+if [ "${1:-}" = "--deep" ]; then deep=1 memlim=8192; fi
 for tool in spin gcc; do
   command -v "$tool" >/dev/null || { echo "check.sh: $tool is missing (apt-get install -y $tool)" >&2; exit 1; }
 done
@@ -29,7 +30,7 @@ check() {
   cp "$model" "$dir/"
   # shellcheck disable=SC2086
   if ! (cd "$dir" && spin $flags -a cross-slot.pml >spin.log 2>&1 &&
-    gcc -O1 -w -DCOLLAPSE -DMEMLIM=2048 -o pan pan.c); then
+    gcc -O1 -w -DCOLLAPSE -DMEMLIM="$memlim" -o pan pan.c); then
     echo "FAIL  $name: spin could not build the verifier"
     cat "$dir/spin.log"
     failed=1
