@@ -1,5 +1,5 @@
 import type { MemoryAlgorithm, SettleContext, StoredState } from './memory-algorithm';
-import { slidingLogMemory, type SlidingLogState as LeaseState } from './sliding-log.memory';
+import { slidingLogMemory, type SlidingLogState as LeaseState, units } from './sliding-log.memory';
 
 /**
  * Leases in flight in memory; mirrors `lua/concurrency/*.lua`: decided as a sliding log whose
@@ -19,7 +19,7 @@ export const concurrencyMemory: MemoryAlgorithm<LeaseState> & {
 
   refund(state, { windowMs }, { cost, spendId }) {
     if (!spendId) return undefined;
-    const ids = new Set(leaseUnits(spendId, cost));
+    const ids = new Set(units(spendId, cost, 0, cost));
     const log = state.log.filter((member) => !ids.has(member.id));
     if (log.length === state.log.length) return undefined;
     if (log.length === 0) return null;
@@ -31,7 +31,7 @@ export const concurrencyMemory: MemoryAlgorithm<LeaseState> & {
   },
 
   extend(state, windowMs, { cost, spendId, now }) {
-    const ids = new Set(spendId ? leaseUnits(spendId, cost) : []);
+    const ids = new Set(spendId ? units(spendId, cost, 0, cost) : []);
     let renewed = 0;
     const log = state.log.map((member) => {
       if (!ids.has(member.id) || member.at <= now - windowMs || member.at >= now) return member;
@@ -49,8 +49,3 @@ export const concurrencyMemory: MemoryAlgorithm<LeaseState> & {
     };
   },
 };
-
-/** Member names of a lease of `cost` units (as consume names them). */
-function leaseUnits(spendId: string, cost: number): string[] {
-  return cost === 1 ? [spendId] : Array.from({ length: cost }, (_, n) => `${spendId}.${n + 1}`);
-}

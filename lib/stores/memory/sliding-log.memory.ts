@@ -65,7 +65,7 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
 };
 
 /** Names of units `keep + 1 … keep + count` of a spend of `reserved` units (see consume). */
-function units(spendId: string, reserved: number, keep: number, count: number): string[] {
+export function units(spendId: string, reserved: number, keep: number, count: number): string[] {
   return Array.from({ length: count }, (_, n) =>
     reserved === 1 && keep + n === 0 ? spendId : `${spendId}.${keep + n + 1}`,
   );
