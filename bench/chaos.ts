@@ -226,7 +226,7 @@ async function runTarget(
 async function main(): Promise<number> {
   const started = Date.now();
   const logDir = mkdtempSync(join(os.tmpdir(), 'redlimit-chaos-'));
-  const script = compileWorker(join(logDir, 'js'), options.rev);
+  const script = compileWorker(join(logDir, 'js'), revision);
   const workers = Array.from({ length: WORKERS }, (_, i) => startWorker(script, i));
   const results: TargetResult[] = [];
   let version = 'unknown';
@@ -257,8 +257,8 @@ async function main(): Promise<number> {
   const flags = [quick ? '--quick' : '', options.rev ? `--rev ${options.rev}` : ''].filter(Boolean);
   const command = `npm run chaos${flags.length ? ` -- ${flags.join(' ')}` : ''}`;
   const here = machine(version);
-  const measured = options.rev
-    ? { ...here, revision: `${shortRevision(options.rev)} (lib/ and lua/ from git)` }
+  const measured = revision
+    ? { ...here, revision: `${revision.slice(0, 7)} (lib/ and lua/ from git)` }
     : here;
   const subtitle =
     `${command}: ${WORKERS} workers × ${rate} calls/s, ${phaseMs / 1000} s phases, ` +
@@ -309,9 +309,12 @@ async function main(): Promise<number> {
   return failed.length ? 1 : 0;
 }
 
-function shortRevision(revision: string): string {
-  return execFileSync('git', ['rev-parse', '--short', revision], { encoding: 'utf8' }).trim();
-}
+/** `--rev` as a commit id, resolved once: HEAD may move while the run goes on. */
+const revision = options.rev
+  ? execFileSync('git', ['rev-parse', '--verify', `${options.rev}^{commit}`], {
+      encoding: 'utf8',
+    }).trim()
+  : undefined;
 
 // The harness spawns redis-server; fail early with its message if there is none.
 findRedisServerBinary();

@@ -1,8 +1,8 @@
 /**
- * The workers as plain JavaScript: the orchestrator transpiles `lib/` and `bench/` once (the
- * TypeScript compiler is loaded in it already) into a scratch directory, instead of each worker
- * loading the compiler and transpiling the same files again (about 4 s of CPU each, 15 s under
- * load). `node_modules` and `lua` are linked in, so modules resolve and the store finds its
+ * The workers as plain JavaScript: the orchestrator transpiles `lib/` and the bench code they run
+ * once (the TypeScript compiler is loaded in it already) into a scratch directory, instead of
+ * each worker loading the compiler and transpiling the same files again (about 4 s of CPU each,
+ * 15 s under load). `node_modules` and `lua` are linked in, so modules resolve and the store finds its
  * scripts as it does from the checkout. With a revision, `lib/` and `lua/` come from that commit
  * (`git archive`), so a run measures committed code while the work tree changes; the bench itself
  * always comes from the work tree.
@@ -13,7 +13,7 @@ import { dirname, join, relative } from 'node:path';
 import * as ts from 'typescript';
 
 const REPO = join(__dirname, '..', '..');
-const SOURCES = ['lib', 'bench'];
+const BENCH_SOURCES = [join('bench', 'chaos'), join('bench', 'support')];
 
 function typescriptFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -37,14 +37,15 @@ export function compileWorker(outDir: string, revision?: string): string {
     inlineSourceMap: true,
   };
   mkdirSync(outDir, { recursive: true });
-  let sources = SOURCES.map((dir) => join(REPO, dir));
+  const bench = BENCH_SOURCES.map((dir) => join(REPO, dir));
+  let sources = [join(REPO, 'lib'), ...bench];
   if (revision) {
     const archive = execFileSync('git', ['archive', '--format=tar', revision, 'lib', 'lua'], {
       cwd: REPO,
       maxBuffer: 64 * 1024 * 1024,
     });
     execFileSync('tar', ['-x', '-C', outDir], { input: archive });
-    sources = [join(outDir, 'lib'), join(REPO, 'bench')];
+    sources = [join(outDir, 'lib'), ...bench];
   }
   for (const file of sources.flatMap(typescriptFiles)) {
     const root = file.startsWith(outDir) ? outDir : REPO;
