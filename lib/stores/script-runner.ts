@@ -177,7 +177,7 @@ export class ScriptRunner {
       const masters = await this.client.masters();
       await Promise.all(
         masters.map((send) =>
-          send(['FUNCTION', 'LOAD', this.library.source]).catch((error: unknown) => {
+          send(['function', 'load', this.library.source]).catch((error: unknown) => {
             if (!isAlreadyLoaded(error)) throw error;
           }),
         ),

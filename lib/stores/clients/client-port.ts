@@ -103,9 +103,7 @@ export function clientPort(client: unknown, name: string): ClientPort {
 function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluster' | undefined {
   if (typeof client !== 'object' || client === null) return undefined;
   const members = client as Record<string, unknown>;
-  if (typeof members.defineCommand === 'function' && typeof members.call === 'function') {
-    return 'ioredis';
-  }
+  if (typeof members.defineCommand === 'function') return 'ioredis';
   if (typeof members.sendCommand !== 'function' || isLegacyMode(client)) return undefined;
   if (typeof members.nodeClient === 'function' && 'masters' in members) return 'node-redis cluster';
   // A Sentinel client has isReady too, but sends commands as (isReadonly, args); a pool has none.
@@ -120,6 +118,7 @@ function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluste
  * `.v4`, a getter that throws on other clients, so the option is read instead).
  */
 function isLegacyMode(client: unknown): boolean {
+  if (typeof client !== 'object' || client === null) return false;
   const { options } = client as { options?: { legacyMode?: unknown } };
   return typeof options === 'object' && options !== null && options.legacyMode === true;
 }

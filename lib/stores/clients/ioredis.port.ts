@@ -24,8 +24,11 @@ export class IoredisPort implements ClientPort {
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<unknown> {
-    // ioredis finds the keys (and so the slot on a Cluster) from FCALL's numkeys.
-    return this.client.call('fcall', fn, keys.length, ...keys, ...args);
+    // As one array: ioredis finds the keys (and so the slot on a Cluster) from FCALL's numkeys.
+    const argv: Array<string | number> = [fn, keys.length];
+    for (const key of keys) argv.push(key);
+    for (const arg of args) argv.push(arg);
+    return this.client.call('fcall', argv);
   }
 
   /**

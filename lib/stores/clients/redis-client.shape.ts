@@ -15,8 +15,10 @@ export interface IoredisLikeClient {
   readonly status: string;
   /** `true` on a Cluster client. */
   readonly isCluster?: boolean;
-  /** Sends any command. */
+  /** Sends any command, its arguments given one by one. */
   call(command: string, ...args: Array<string | number>): Promise<unknown>;
+  /** Sends any command, its arguments given as one array. */
+  call(command: string, args: Array<string | number>): Promise<unknown>;
   /** Runs a script by source (the fallback after `NOSCRIPT`). */
   eval(script: string, numKeys: number, ...args: Array<string | number>): Promise<unknown>;
   /** Defines a script command (sent as EVALSHA, loaded with EVAL when Redis lacks it). */
