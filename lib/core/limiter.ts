@@ -23,6 +23,7 @@ import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } 
 import {
   FAIL_MODES,
   type FailMode,
+  type LimitRule,
   type PolicyOptions,
   type ResolvedPolicy,
   resolvePolicy,
@@ -307,6 +308,44 @@ export class Limiter {
       );
     }
     if (!receipt.spent) return receipt;
+    if (receipt.algorithm !== this.policy.algorithm) {
+      throw new TypeError(
+        `${operation}(): the receipt's algorithm '${String(receipt.algorithm)}' is not the policy's ('${this.policy.algorithm}')`,
+      );
+    }
+    if (!Number.isSafeInteger(receipt.cost) || receipt.cost < 1) {
+      throw new RangeError(
+        `${operation}(): the receipt's cost must be a whole number of at least 1; pass the Receipt as it was returned`,
+      );
+    }
+    const limits: unknown = receipt.limits;
+    const whole = (n: unknown) => Number.isSafeInteger(n) && (n as number) >= 1;
+    if (
+      !isList(limits) ||
+      limits.length === 0 ||
+      !limits.every((rule) => {
+        const { limit, windowMs, burst } = (rule ?? {}) as Partial<LimitRule>;
+        return whole(limit) && whole(windowMs) && whole(burst);
+      })
+    ) {
+      throw new TypeError(
+        `${operation}(): the receipt's limits must be as they were returned ({ limit, windowMs, burst } whole numbers)`,
+      );
+    }
+    const atByKey: unknown = receipt.atByKey;
+    if (
+      !Number.isSafeInteger(receipt.at) ||
+      receipt.at < 0 ||
+      !receipt.keys.every((key) => typeof key === 'string' && key !== '') ||
+      (atByKey !== undefined &&
+        (!isList(atByKey) ||
+          atByKey.length !== receipt.keys.length ||
+          !atByKey.every((at) => Number.isSafeInteger(at) && (at as number) >= 0)))
+    ) {
+      throw new TypeError(
+        `${operation}(): the receipt's at, atByKey and keys must be as they were returned (instants in whole ms, non-empty keys)`,
+      );
+    }
     if (typeof receipt.spendId !== 'string' || receipt.spendId === '') {
       // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
       throw new TypeError(
@@ -364,6 +403,7 @@ export class Limiter {
       (stacked) => refusedError(refusal(stacked)),
       wait,
       sleep,
+      (stacked) => refusal(stacked).receipt.algorithm === 'concurrency',
     );
   }
 
@@ -417,6 +457,11 @@ export class Limiter {
     }
     stacked.decisions.forEach((decision, i) => {
       checkActualCost(actualCosts[i], decision.receipt.limits, `adjustAll(): actualCosts[${i}]`);
+      if (decision.receipt.algorithm === 'concurrency') {
+        throw new TypeError(
+          `adjustAll(): part ${i} (policy '${decision.policy}') leases (concurrency): release it with releaseAll, it has no cost to settle`,
+        );
+      }
     });
     return Limiter.settleParts(stacked, 'adjustAll', (owner, decision, i) =>
       owner.adjust(decision, actualCosts[i]!),
@@ -602,6 +647,7 @@ export class Limiter {
       refusedError,
       wait,
       this.options.sleep ?? timerSleep,
+      () => this.policy.algorithm === 'concurrency', // a lease's expiry is only an upper bound
     );
   }
 

@@ -86,12 +86,18 @@ export function checkWaitOptions(
   return { maxWaitMs, ...(signal !== undefined && { signal }) };
 }
 
+/** The first retry of a wait that is only an upper bound (a concurrency lease's expiry), in ms. */
+const POLL_FIRST_MS = 10;
+/** The longest sleep between those retries, in ms. */
+const POLL_MAX_MS = 1_000;
+
 /**
  * Tries until allowed: after each refusal, sleeps until its `retryAfterMs` (plus a little jitter)
  * and tries again; never spins. Rejects with `refused(answer)` when the store failed closed
  * (`failed`), or when the next try would come after `maxWaitMs`; with the signal's reason when it
  * aborts. Time waited counts both the clock and the sleeps asked for (so a sleep that advances a
- * test clock counts too).
+ * test clock counts too). An answer `bounded` says is only an upper bound (a concurrency lease can
+ * be released before it expires) is tried again sooner: after 10 ms, doubling up to 1 s.
  */
 export async function waitTurn<
   T extends { readonly allowed: boolean; readonly retryAfterMs: number },
@@ -101,9 +107,11 @@ export async function waitTurn<
   refused: (answer: T) => Error,
   { maxWaitMs, signal }: WaitOptions,
   sleep: Sleep,
+  bounded?: (answer: T) => boolean,
 ): Promise<T> {
   signal?.throwIfAborted();
   const started = monotonicNow();
+  let poll = POLL_FIRST_MS; // a wait that is only an upper bound is polled, doubling up to POLL_MAX_MS
   let asked = 0; // ms of sleep asked for
   let slept = 0; // ms the sleeps took on the monotonic clock
   for (;;) {
@@ -114,7 +122,12 @@ export async function waitTurn<
     const real = monotonicNow() - started;
     const elapsed = Math.max(real, real - slept + asked);
     // A wait that is not a number (a store of your own answering oddly) never spins: it rejects.
-    const wait = Number.isFinite(answer.retryAfterMs) ? Math.max(1, answer.retryAfterMs) : Infinity;
+    let wait = Number.isFinite(answer.retryAfterMs) ? Math.max(1, answer.retryAfterMs) : Infinity;
+    if (bounded?.(answer)) {
+      // A lease can be released long before it expires: try again sooner, backing off.
+      wait = Math.min(wait, poll);
+      poll = Math.min(poll * 2, POLL_MAX_MS);
+    }
     if (elapsed + wait > maxWaitMs) throw refused(answer);
     const jitter = Math.floor(Math.random() * Math.min(wait / 10, MAX_JITTER_MS));
     const ms = Math.min(wait + jitter, maxWaitMs - elapsed);

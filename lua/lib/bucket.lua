@@ -19,7 +19,8 @@ an earlier spend, never more than removing it would give back (possibly less).
 
 An adjustment down is a refund of the difference (the spend stays, so a latest spend keeps its
 place in history); an adjustment up adds to the backlog without a limit check, so it can pass the
-capacity: a debt that later decisions wait out exactly (see `charge`).
+capacity: a debt that later decisions wait out exactly (see `charge`); nothing once the bucket has
+been full since the spend, as for a refund.
 
 Compensations (Cluster) are exact whatever is spent in between. Removing spend V from history gives
 back min(cost, b, the lowest backlog at any point after V): every later point drops by as much,
@@ -192,29 +193,18 @@ local function refund(key, limit, window, burst, at)
   return 1
 end
 
--- Adds `cost` units to the spend at `at`. While the bucket has not been full since, every point
+-- Adds `cost` units to the spend at `at`: while the bucket has not been full since, every point
 -- after it rises by exactly that (the running minimums stay bounds). Once it has been full since,
--- how much of the extra it would have absorbed is unknown: all of it is charged now, never less
--- than exact, and the spend no longer counts as the latest (a refund of it is bounded by history).
+-- the spend weighs on nothing, as for a refund: nothing is added.
 local function charge(key, limit, window, burst, at)
   local s, capacity = load(key, limit, window, burst)
+  if s.b == 0 or at < s.busyStart then return 0 end
   local units = cost * window
   local pending = openPending(s)
-  local next = {
+  raiseAfter(pending, at, units)
+  store(key, {
     b = s.b + units, busyStart = s.busyStart, m = s.m, lastAt = s.lastAt,
     prevM = s.prevM, prevLastAt = s.prevLastAt, pending = pending,
-  }
-  if s.b > 0 and at >= s.busyStart then
-    raiseAfter(pending, at, units)
-  elseif s.b == 0 then
-    next.busyStart, next.m, next.lastAt, next.prevM, next.prevLastAt = now, -1, -1, -1, -1
-  else
-    -- As a spend now within the period: the point just before it bounds earlier spends' refunds.
-    next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
-    next.lastAt, next.prevM, next.prevLastAt = -1, next.m, -1
-    local last = pending[#pending]
-    if last then last.seg = lowest(last.seg, s.b) end
-  end
-  store(key, next, capacity, limit)
+  }, capacity, limit)
   return 1
 end

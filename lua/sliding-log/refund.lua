@@ -13,12 +13,19 @@ local function member(n)
   return spendId .. '.' .. n
 end
 
+-- The last member of units keep + 1 .. keep + cost that is stored: a spend keeps at most
+-- max(limit, reserved) members, since members beyond the limit at one instant never change a
+-- decision (the log is full until they leave together).
+local function lastStored(limit)
+  return math.min(keep + cost, math.max(limit, reserved))
+end
+
 local function refund(key, limit, window, burst, at)
   if spendId == '' or at <= now - window then return 0 end -- its members no longer count
-  local removed = 0
-  for first = keep + 1, keep + cost, 100 do
+  local removed, last = 0, lastStored(limit)
+  for first = keep + 1, last, 100 do
     local members = {}
-    for n = first, math.min(keep + cost, first + 99) do members[#members + 1] = member(n) end
+    for n = first, math.min(last, first + 99) do members[#members + 1] = member(n) end
     removed = removed + rcall('ZREM', key, unpack(members))
   end
   if removed > 0 then return 1 end
@@ -27,9 +34,11 @@ end
 
 local function charge(key, limit, window, burst, at)
   if spendId == '' or at <= now - window then return 0 end -- they would no longer count
-  for first = keep + 1, keep + cost, 100 do
+  local last = lastStored(limit)
+  if last <= keep then return 0 end -- the spend already fills the log until it leaves
+  for first = keep + 1, last, 100 do
     local args = {}
-    for n = first, math.min(keep + cost, first + 99) do
+    for n = first, math.min(last, first + 99) do
       args[#args + 1] = at
       args[#args + 1] = member(n)
     end

@@ -95,13 +95,13 @@ describe.each(stores)('$name store: review of adjust and leases (2)', (backend) 
     expect(concurrent.filter((d) => d.allowed)).toHaveLength(1);
   });
 
-  // BUG (review of d1eb33d): waitFor sleeps until retryAfterMs and rejects at once when that is
+  // Fixed (found in review of d1eb33d): waitFor sleeps until retryAfterMs and rejects at once when that is
   // past maxWaitMs (lib/core/wait.ts), but for a `concurrency` policy retryAfterMs is only an upper
   // bound (the earliest lease *expiry*): a lease released 100 ms later is never waited for, so
   // waitFor on a lease (an outbound client "at most N in flight") rejects immediately. Fix: for
   // concurrency, do not reject on retryAfterMs > maxWaitMs; sleep a bounded backoff (with jitter,
   // within maxWaitMs) and try again, or wake on a release made through this process's limiter.
-  it.failing('concurrency: waitFor gets a slot released well within maxWaitMs', async () => {
+  it('concurrency: waitFor gets a slot released well within maxWaitMs', async () => {
     const limiter = new Limiter(backend.store(), {
       name: 'rv-wait-lease',
       algorithm: 'concurrency',
@@ -120,7 +120,7 @@ describe.each(stores)('$name store: review of adjust and leases (2)', (backend) 
     }
   });
 
-  // BUG (review of 846a7dc): Limiter.receiptOf (lib/core/limiter.ts ~line 296) checks a receipt's
+  // Fixed (found in review of 846a7dc): Limiter.receiptOf (lib/core/limiter.ts ~line 296) checks a receipt's
   // spendId and resetMarks only. A receipt whose cost, at, keys, limits or algorithm is malformed
   // (a copy passed between processes, e.g. rebuilt from a queue message) reaches the store: Redis
   // answers with a script error ("ERR user_function:…: bad argument #2 to 'format'", "ERR
@@ -129,22 +129,19 @@ describe.each(stores)('$name store: review of adjust and leases (2)', (backend) 
   // the argument, thrown before Redis is touched. Fix: validate receipt.cost (whole, 1..maxCost of
   // receipt.limits), at (safe integer), keys (non-empty strings), limits and algorithm in
   // receiptOf, for refund, adjust, release and extend alike.
-  it.failing(
-    'refund of a receipt with a malformed at or cost is refused before the store',
-    async () => {
-      const clock = new TestClock();
-      clock.advance(1_000);
-      const limiter = new Limiter(backend.store(clock), {
-        name: 'rv-forged',
-        algorithm: 'sliding-log',
-        limit: 10,
-        window: '1m',
-      });
-      const spent = await limiter.consume('k');
-      const forged = (patch: object) => ({ ...spent.receipt, ...patch });
-      await expect(limiter.refund(forged({ at: 'x' }))).rejects.toThrow(TypeError);
-      await expect(limiter.refund(forged({ cost: -5 }))).rejects.toThrow(RangeError);
-      await expect(limiter.adjust(forged({ cost: 1.5 }), 1)).rejects.toThrow(RangeError);
-    },
-  );
+  it('refund of a receipt with a malformed at or cost is refused before the store', async () => {
+    const clock = new TestClock();
+    clock.advance(1_000);
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'rv-forged',
+      algorithm: 'sliding-log',
+      limit: 10,
+      window: '1m',
+    });
+    const spent = await limiter.consume('k');
+    const forged = (patch: object) => ({ ...spent.receipt, ...patch });
+    await expect(limiter.refund(forged({ at: 'x' }))).rejects.toThrow(TypeError);
+    await expect(limiter.refund(forged({ cost: -5 }))).rejects.toThrow(RangeError);
+    await expect(limiter.adjust(forged({ cost: 1.5 }), 1)).rejects.toThrow(RangeError);
+  });
 });

@@ -11,44 +11,41 @@ const left = async (limiter: Limiter, keys: string | string[]) => {
 
 describe.each(stores)('$name store: review of adjust and leases', (backend) => {
   describe.each(['token-bucket', 'gcra'] as const)('%s', (algorithm) => {
-    // BUG (review of 846a7dc): a refund that gives nothing back (the bucket was full since the
+    // Fixed (found in review of 846a7dc): a refund that gives nothing back (the bucket was full since the
     // spend) is not recorded in the ledger (lua/lib/refund-frame.lua main(): `elseif record and
     // given > 0`; same in MemoryStore), so a later adjust up of the same receipt (a copy, or the
     // same one: adjustedReceipts is a different WeakSet than settledReceipts) charges the extra
     // now: issue 15 says adjust after a refund does nothing. Fix: record a refund's id whenever
     // it was not settled already (given or not), or refuse adjust on a receipt whose spend the
     // bucket has been full since only when it was refunded — the ledger must know.
-    it.failing(
-      'adjust after a refund does nothing, also when the refund found the bucket full since the spend',
-      async () => {
-        const clock = new TestClock();
-        clock.advance(1_000);
-        const limiter = new Limiter(backend.store(clock), {
-          name: 'rv-bucket',
-          algorithm,
-          limit: 10,
-          window: '1m',
-        });
-        const spent = await limiter.consume('k', { cost: 5 });
-        expect(spent.allowed).toBe(true);
-        clock.advance(60_000); // the bucket is full again: the spend limits nobody
-        expect(await left(limiter, 'k')).toBe(10);
-        await limiter.refund(spent); // gives nothing back (full since), as DESIGN 2.4 says
-        // Issue 15: "adjust after a refund does nothing". A copy of the receipt (another process).
-        const copy: Receipt = { ...spent.receipt };
-        await limiter.adjust(copy, 10);
-        expect(await left(limiter, 'k')).toBe(10);
-      },
-    );
+    it('adjust after a refund does nothing, also when the refund found the bucket full since the spend', async () => {
+      const clock = new TestClock();
+      clock.advance(1_000);
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'rv-bucket',
+        algorithm,
+        limit: 10,
+        window: '1m',
+      });
+      const spent = await limiter.consume('k', { cost: 5 });
+      expect(spent.allowed).toBe(true);
+      clock.advance(60_000); // the bucket is full again: the spend limits nobody
+      expect(await left(limiter, 'k')).toBe(10);
+      await limiter.refund(spent); // gives nothing back (full since), as DESIGN 2.4 says
+      // Issue 15: "adjust after a refund does nothing". A copy of the receipt (another process).
+      const copy: Receipt = { ...spent.receipt };
+      await limiter.adjust(copy, 10);
+      expect(await left(limiter, 'k')).toBe(10);
+    });
   });
 
-  // BUG (review of 846a7dc): lua/sliding-log/refund.lua `charge` (and sliding-log.memory.ts
+  // Fixed (found in review of 846a7dc): lua/sliding-log/refund.lua `charge` (and sliding-log.memory.ts
   // `charge`) add one member per unit of the extra, so an adjustment up to a large actual cost
   // (tokens used: caller-influenced) writes O(actualCost) members, not O(limit) (DESIGN 3, 2.8),
   // and blocks Redis while it runs (200 000 units took over 1 s, timing out every caller).
   // Members all share the spend's instant, so at most `limit` of them can ever matter: cap the
   // members written at `limit` (beyond that the log is full until at + window either way).
-  (backend.keys ? it.failing : it.skip)(
+  (backend.keys ? it : it.skip)(
     'sliding-log: adjust up stores O(limit) members, not one per unit of the extra',
     async () => {
       const clock = new TestClock();
@@ -72,10 +69,10 @@ describe.each(stores)('$name store: review of adjust and leases', (backend) => {
     },
   );
 
-  // BUG (review of 846a7dc): MemoryStore's sliding-log `charge` spreads one entry per unit into
+  // Fixed (found in review of 846a7dc): MemoryStore's sliding-log `charge` spreads one entry per unit into
   // Array#splice (lib/stores/memory/sliding-log.memory.ts:62), which throws RangeError (call
   // stack) for a large extra: the adjustment is lost on MemoryStore while RedisStore applies it.
-  (backend.name === 'memory' ? it.failing : it.skip)(
+  (backend.name === 'memory' ? it : it.skip)(
     'sliding-log on MemoryStore: a large adjustment up is applied, not a RangeError',
     async () => {
       const clock = new TestClock();
@@ -109,14 +106,14 @@ describe.each(stores)('$name store: review of adjust and leases', (backend) => {
     },
   );
 
-  // BUG (review of 846a7dc + d1eb33d): Limiter.adjustAll documents "@throws TypeError /
+  // Fixed (found in review of 846a7dc + d1eb33d): Limiter.adjustAll documents "@throws TypeError /
   // RangeError naming the bad argument, before the store is touched", but a stack holding a
   // `concurrency` lease (issue 15: "3 in flight and 100 per minute") fails only in
   // Limiter.adjust (lib/core/limiter.ts ~line 234), after settleParts already adjusted the rate
   // parts: the caller gets a TypeError while the token part was settled. Fix: check every part's
   // algorithm (and store.adjust) in adjustAll before settleParts; better, let a lease part be
   // skipped (e.g. its cost ignored / `undefined`), since a mixed stack can never be adjusted now.
-  it.failing('adjustAll on a lease + rate stack: refused before anything is adjusted', async () => {
+  it('adjustAll on a lease + rate stack: refused before anything is adjusted', async () => {
     const store = backend.store(new TestClock());
     const lease = new Limiter(store, {
       name: 'rv-stack-lease',
@@ -136,7 +133,7 @@ describe.each(stores)('$name store: review of adjust and leases', (backend) => {
     ]);
     expect(stacked.allowed).toBe(true);
     await expect(Limiter.adjustAll(stacked, [1, 100])).rejects.toThrow(TypeError);
-    expect(await left(tokens, 'u')).toBe(500); // today: 900, the token part was adjusted
+    expect(await left(tokens, 'u')).toBe(500);
   });
 
   it('concurrency: extend never brings back an expired lease whose slot was leased again', async () => {

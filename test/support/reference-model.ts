@@ -156,7 +156,7 @@ export class ReferenceModel {
    * The spend now costs `actualCost`. Window algorithms count every spend at its final cost at its
    * instant (a spend whose window is over weighs on nothing either way). Buckets follow the store's
    * documented rule: less gives back as a refund would (a latest spend stays the latest); more adds
-   * to the backlog while the bucket has been busy since the spend, else is charged now.
+   * to the backlog while the bucket has been busy since the spend, else nothing.
    */
   adjust(spend: ModelSpend, actualCost: number, now: number): void {
     if (spend.refunded || spend.adjusted) return;
@@ -178,30 +178,10 @@ export class ReferenceModel {
       this.limits.forEach((rule, l) => {
         const bucket = this.bucketAt(key, l, rule, now);
         if (actualCost > before) {
-          const units = (actualCost - before) * rule.windowMs;
+          // Busy since the spend: the extra adds to the backlog; full since: nothing.
           if (bucket && spend.at >= bucket.busyStart) {
+            const units = (actualCost - before) * rule.windowMs;
             this.buckets.set(`${key}/${l}`, { ...bucket, backlog: bucket.backlog + units });
-          } else if (!bucket) {
-            this.buckets.set(`${key}/${l}`, {
-              backlog: units,
-              since: now,
-              busyStart: now,
-              lowest: -1,
-              lastAt: -1,
-              prevLowest: -1,
-              prevLastAt: -1,
-            });
-          } else {
-            const lowest =
-              bucket.lowest < 0 ? bucket.backlog : Math.min(bucket.lowest, bucket.backlog);
-            this.buckets.set(`${key}/${l}`, {
-              ...bucket,
-              backlog: bucket.backlog + units,
-              lowest,
-              lastAt: -1,
-              prevLowest: lowest,
-              prevLastAt: -1,
-            });
           }
           return;
         }

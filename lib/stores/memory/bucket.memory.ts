@@ -77,18 +77,12 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
   },
 
   charge(state, rule, { cost, now, at }) {
-    const { b: before, busyStart, m, lastAt, prevM, prevLastAt } = load(state, rule, now);
-    const b = before + cost * rule.windowMs;
-    if (before > 0 && at >= busyStart) {
-      // Not full since the spend: every point after it rises by exactly the extra.
-      return stored({ b, at: now, busyStart, m, lastAt, prevM, prevLastAt }, rule);
-    }
-    if (before === 0) {
-      // Full since the spend: what it would have absorbed is unknown; all of it is charged now.
-      return stored({ ...EMPTY, b, at: now, busyStart: now }, rule);
-    }
-    const low = m < 0 || before < m ? before : m; // as a spend now within the period
-    return stored({ b, at: now, busyStart, m: low, lastAt: -1, prevM: low, prevLastAt: -1 }, rule);
+    const { b, busyStart, m, lastAt, prevM, prevLastAt } = load(state, rule, now);
+    // Full since the spend: it weighs on nothing, as for a refund.
+    if (b === 0 || at < busyStart) return undefined;
+    // Not full since: every point after it rises by exactly the extra.
+    const next = { b: b + cost * rule.windowMs, at: now, busyStart, m, lastAt, prevM, prevLastAt };
+    return stored(next, rule);
   },
 };
 

@@ -46,23 +46,35 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
     };
   },
 
-  refund(state, { windowMs }, { cost, spendId, at, now, keep, reserved }) {
+  refund(state, { limit, windowMs }, { cost, spendId, at, now, keep, reserved }) {
     if (!spendId || at <= now - windowMs) return undefined; // its members no longer count
-    const ids = new Set(units(spendId, reserved, keep, cost));
+    const ids = new Set(units(spendId, reserved, keep, stored(limit, reserved, keep, cost)));
     const log = state.log.filter((member) => !ids.has(member.id));
     if (log.length === state.log.length) return undefined;
     if (log.length === 0) return null;
     return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
   },
 
-  charge(state, { windowMs }, { cost, spendId, at, now, keep, reserved }) {
+  charge(state, { limit, windowMs }, { cost, spendId, at, now, keep, reserved }) {
     if (!spendId || at <= now - windowMs) return undefined; // they would no longer count
-    const log = state?.log ?? [];
-    const added = units(spendId, reserved, keep, cost).map((id) => ({ id, at }));
-    log.splice(firstAfter(log, at), 0, ...added);
+    const count = stored(limit, reserved, keep, cost);
+    if (count === 0) return undefined; // the spend already fills the log until it leaves
+    const before = state?.log ?? [];
+    const added = units(spendId, reserved, keep, count).map((id) => ({ id, at }));
+    const i = firstAfter(before, at);
+    const log = before.slice(0, i).concat(added, before.slice(i));
     return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
   },
 };
+
+/**
+ * How many of units `keep + 1 … keep + cost` are stored: a spend keeps at most max(limit,
+ * reserved) entries, since entries beyond the limit at one instant never change a decision (the
+ * log is full until they leave together). Mirrors `lastStored` in `lua/sliding-log/refund.lua`.
+ */
+function stored(limit: number, reserved: number, keep: number, cost: number): number {
+  return Math.max(0, Math.min(keep + cost, Math.max(limit, reserved)) - keep);
+}
 
 /** Names of units `keep + 1 … keep + count` of a spend of `reserved` units (see consume). */
 export function units(spendId: string, reserved: number, keep: number, count: number): string[] {
