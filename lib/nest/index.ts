@@ -16,6 +16,7 @@ export * from './access-denied.error';
 export * from './access-list.util';
 export * from './attempt.interceptor';
 export * from './attempt-dispatch.interceptor';
+export * from './lease-release.interceptor';
 export * from './attempt-part.util';
 export * from './client-ip.util';
 export * from './context-field.util';

@@ -15,7 +15,7 @@ interface ClosableResponse {
  * a release that fails is handed to `onError` (the lease then expires after its window).
  *
  * @returns false when there is no Node response to wait for (WebSocket, microservice): the
- *   leases are left to expire, or to an `@Attempt`, which releases when the handler settles
+ *   caller leaves the leases to `LeaseReleaseInterceptor`, which releases when the handler settles
  * @example
  * releaseOnClose(response, [{ limiter, decision }], (error) => logger.warn(String(error)));
  */

@@ -14,6 +14,7 @@ import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './ht
 import { IdentityInputError } from './identity-input.error';
 import { requestCost } from './request-cost.util';
 import { releaseOnClose } from './lease-release.util';
+import { holdLeasesForCall } from './lease-release.interceptor';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
@@ -113,7 +114,7 @@ export class RedlimitGuard implements CanActivate {
       const { limiter, keys, cost } = unique[0]!;
       decision = await limiter.consume(callerKeys(keys), { cost });
       if (decision.allowed && limiter.policy.algorithm === 'concurrency') {
-        this.releaseLeases(response, [{ limiter, decision }]);
+        this.releaseLeases(context, response, [{ limiter, decision }]);
       }
       if (response) this.http.applyHeaders(response, decision, limiter.policy);
       if (decision.allowed && hasAttempt(context)) {
@@ -123,6 +124,7 @@ export class RedlimitGuard implements CanActivate {
       const stacked = await Limiter.consumeAll(unique);
       if (stacked.allowed) {
         this.releaseLeases(
+          context,
           response,
           stacked.decisions.map((d, i) => ({ limiter: unique[i]!.limiter, decision: d })),
         );
@@ -207,19 +209,22 @@ export class RedlimitGuard implements CanActivate {
   }
 
   /**
-   * `concurrency` layers hold a lease for the request: released when the response has been sent
-   * or the connection closed (GraphQL over HTTP too). Without a Node response (WebSocket,
-   * microservice) the lease expires after its window; `@Attempt` releases when the handler settles.
+   * `concurrency` layers hold a lease for the call: released when the response has been sent or
+   * the connection closed (GraphQL over HTTP too); without a Node response (WebSocket,
+   * microservice), by the interceptor `@Throttle` attaches when the handler settles (a lease of
+   * the default policy alone, with no `@Throttle`, expires after its window there).
    */
   private releaseLeases(
+    context: ExecutionContext,
     response: HttpResponseLike | undefined,
     leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
   ): void {
-    releaseOnClose(response, leases, (error, decision) =>
+    const waiting = releaseOnClose(response, leases, (error, decision) =>
       this.logger.warn(
         `Could not release a lease of policy '${decision.policy}'; it expires after its window (${error instanceof Error ? error.message : String(error)})`,
       ),
     );
+    if (!waiting) holdLeasesForCall(context.getArgs(), leases);
   }
 
   private partOf(
