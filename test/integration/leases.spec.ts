@@ -140,9 +140,7 @@ describe.each(stores)('$name store: concurrency leases', (backend) => {
     expect(most).toBeGreaterThanOrEqual(1);
     expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(ran);
     const refused = outcomes.filter((o) => o.status === 'rejected');
-    expect(
-      refused.every((o) => (o).reason instanceof RateLimitedError),
-    ).toBe(true);
+    expect(refused.every((o) => o.reason instanceof RateLimitedError)).toBe(true);
     // All released: five can be taken again at once.
     const again = await Promise.all(Array.from({ length: 5 }, () => limiter.consume('shared')));
     expect(again.every((d) => d.allowed)).toBe(true);
