@@ -1,6 +1,7 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { RedlimitKeySecretCheck } from './key-secret-check.service';
+import { LeaseReleaseWiring } from './lease-release.interceptor';
 import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import {
@@ -44,6 +45,7 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
     LimiterRegistry,
     RedlimitHttp,
     RedlimitKeySecretCheck,
+    LeaseReleaseWiring,
   ],
   exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp],
 })

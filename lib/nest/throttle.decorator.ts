@@ -1,9 +1,4 @@
-import { UseInterceptors } from '@nestjs/common';
-import { LeaseReleaseInterceptor } from './lease-release.interceptor';
 import { REDLIMIT_METADATA } from './redlimit.constants';
-
-/** Where `@UseInterceptors` keeps a target's interceptors (Nest's `INTERCEPTORS_METADATA`). */
-const INTERCEPTORS_METADATA = '__interceptors__';
 import { checkCostOption } from './request-cost.util';
 import {
   type CostFn,
@@ -112,14 +107,8 @@ export function Throttle(
     ...(options.scope !== undefined && { scope: options.scope }),
     ...(options.override === true && { override: true }),
   };
-  return (target: object, key?: string | symbol, descriptor?: PropertyDescriptor) => {
+  return (target: object, _key?: string | symbol, descriptor?: PropertyDescriptor) => {
     const on = descriptor ? (descriptor.value as object) : target;
-    // Releases the concurrency leases of WebSocket and microservice calls when they settle.
-    const attached = (Reflect.getMetadata(INTERCEPTORS_METADATA, on) ?? []) as unknown[];
-    if (!attached.includes(LeaseReleaseInterceptor)) {
-      if (descriptor) UseInterceptors(LeaseReleaseInterceptor)(target, key!, descriptor);
-      else UseInterceptors(LeaseReleaseInterceptor)(target as CallableFunction);
-    }
     const current = Reflect.getOwnMetadata(REDLIMIT_METADATA, on) as RedlimitMetadata | undefined;
     const layers: readonly ThrottleMetadata[] = current?.throttle || [];
     // Decorators apply bottom-up: keep the topmost first.
