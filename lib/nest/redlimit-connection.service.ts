@@ -203,6 +203,7 @@ function describeRedis(redis: RedisConnectionOptions, client: RedisStoreClient):
     const passed = client as {
       isCluster?: boolean;
       masters?: unknown;
+      getMasterNode?: () => { host: string; port: number } | undefined;
       options?: {
         host?: string;
         port?: number;
@@ -214,6 +215,11 @@ function describeRedis(redis: RedisConnectionOptions, client: RedisStoreClient):
     };
     if (passed.isCluster === true || passed.masters !== undefined) {
       return 'Cluster (the client passed in)';
+    }
+    if (typeof passed.getMasterNode === 'function') {
+      const master = passed.getMasterNode();
+      const at = master ? `${master.host}:${master.port}` : '(not found yet)';
+      return `the master ${at} of a node-redis Sentinel client (the client passed in)`;
     }
     const { host, port, url, socket, sentinels, name } = passed.options ?? {};
     if (sentinels && sentinels.length > 0) {

@@ -1,9 +1,10 @@
 import { IoredisPort } from './ioredis.port';
-import { NodeRedisClusterPort, NodeRedisPort } from './node-redis.port';
+import { NodeRedisClusterPort, NodeRedisPort, NodeRedisSentinelPort } from './node-redis.port';
 import type {
   IoredisLikeClient,
   NodeRedisLikeClient,
   NodeRedisLikeCluster,
+  NodeRedisLikeSentinel,
   RedisStoreClient,
 } from './redis-client.shape';
 
@@ -60,10 +61,11 @@ export function isRedisStoreClient(client: unknown): client is RedisStoreClient 
 
 /**
  * The port of a client, chosen by its shape: ioredis/iovalkey (`defineCommand`), a node-redis
- * Cluster (`nodeClient`, `masters`) or client (`sendCommand`, `isReady`).
+ * Cluster (`nodeClient`, `masters`), Sentinel client (`getMasterNode`) or client (`sendCommand`,
+ * `isReady`).
  *
  * @throws TypeError naming `name` when the client has none of these shapes, or is a node-redis
- *   client pool or Sentinel client (not supported)
+ *   client pool (not supported)
  */
 export function clientPort(client: unknown, name: string): ClientPort {
   switch (shapeOf(client)) {
@@ -71,6 +73,8 @@ export function clientPort(client: unknown, name: string): ClientPort {
       return new IoredisPort(client as IoredisLikeClient);
     case 'node-redis cluster':
       return new NodeRedisClusterPort(client as NodeRedisLikeCluster);
+    case 'node-redis sentinel':
+      return new NodeRedisSentinelPort(client as NodeRedisLikeSentinel);
     case 'node-redis':
       return new NodeRedisPort(client as NodeRedisLikeClient);
   }
@@ -78,11 +82,6 @@ export function clientPort(client: unknown, name: string): ClientPort {
     typeof client === 'object' &&
     client !== null &&
     typeof (client as Record<string, unknown>)[member] === 'function';
-  if (has('getMasterNode')) {
-    throw new TypeError(
-      `${name} is a node-redis Sentinel client, which redlimit does not take yet`,
-    );
-  }
   if (isLegacyMode(client)) {
     throw new TypeError(
       `${name} is a node-redis v4 client in legacyMode; pass its promise client, client.v4`,
@@ -95,22 +94,22 @@ export function clientPort(client: unknown, name: string): ClientPort {
     );
   }
   throw new TypeError(
-    `${name} must be an ioredis or iovalkey Redis or Cluster, or a node-redis createClient() or ` +
-      'createCluster() client',
+    `${name} must be an ioredis or iovalkey Redis or Cluster, or a node-redis createClient(), ` +
+      'createCluster() or createSentinel() client',
   );
 }
 
-function shapeOf(client: unknown): 'ioredis' | 'node-redis' | 'node-redis cluster' | undefined {
+function shapeOf(
+  client: unknown,
+): 'ioredis' | 'node-redis' | 'node-redis cluster' | 'node-redis sentinel' | undefined {
   if (typeof client !== 'object' || client === null) return undefined;
   const members = client as Record<string, unknown>;
   if (typeof members.defineCommand === 'function') return 'ioredis';
   if (typeof members.sendCommand !== 'function' || isLegacyMode(client)) return undefined;
   if (typeof members.nodeClient === 'function' && 'masters' in members) return 'node-redis cluster';
-  // A Sentinel client has isReady too, but sends commands as (isReadonly, args); a pool has none.
-  if (typeof members.isReady === 'boolean' && typeof members.getMasterNode !== 'function') {
-    return 'node-redis';
-  }
-  return undefined;
+  if (typeof members.isReady !== 'boolean') return undefined; // a pool has none
+  // A Sentinel client sends commands as (isReadonly, args).
+  return typeof members.getMasterNode === 'function' ? 'node-redis sentinel' : 'node-redis';
 }
 
 /**

@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { ClientPort, CommandSender, EvalScript } from './client-port';
 import { isNoScript } from './ioredis.port';
-import type { NodeRedisLikeClient, NodeRedisLikeCluster } from './redis-client.shape';
+import type {
+  NodeRedisLikeClient,
+  NodeRedisLikeCluster,
+  NodeRedisLikeSentinel,
+} from './redis-client.shape';
 
 /**
  * {@link ClientPort} of a node-redis client (`createClient()`): every command through
@@ -83,6 +87,28 @@ export class NodeRedisClusterPort extends NodeRedisPort {
         (args) =>
           client.sendCommand(args),
     );
+  }
+}
+
+/**
+ * {@link ClientPort} of a node-redis Sentinel client (`createSentinel()`): every command, `TIME`
+ * and `FUNCTION LOAD` included, goes to the master as a write (never to a replica, whose clock
+ * and state are not the master's). node-redis sends a command again on the new master when the
+ * connection dropped under it in a failover; the spend's deadline still holds there (a script
+ * that runs late writes nothing).
+ */
+export class NodeRedisSentinelPort extends NodeRedisPort {
+  constructor(private readonly sentinel: NodeRedisLikeSentinel) {
+    super(undefined, (_key, args) => sentinel.sendCommand(false, args));
+  }
+
+  /**
+   * `ready` once connected to a master (it stays so while node-redis finds the new master after
+   * a failover: decisions then follow their fail mode), `end` once closed.
+   */
+  override status(): string {
+    const { isReady, isOpen } = this.sentinel;
+    return isReady ? 'ready' : isOpen ? 'connecting' : 'end';
   }
 }
 

@@ -44,7 +44,7 @@ export interface NodeRedisLikeClient {
   sendCommand(args: string[]): Promise<unknown>;
 }
 
-/** A master of a node-redis Cluster, as the cluster lists it. */
+/** A master of a node-redis Cluster (or the master of a Sentinel client), as the client lists it. */
 export interface NodeRedisClusterNode {
   /** The node's host. */
   readonly host: string;
@@ -75,11 +75,35 @@ export interface NodeRedisLikeCluster {
 }
 
 /**
+ * A node-redis Sentinel client (`createSentinel()` of `redis` v5): what redlimit uses of one.
+ * Every command is sent as a write, so it goes to the master the sentinels name (node-redis finds
+ * the new master after a failover); commands in flight together share one connection of its
+ * master pool, so they run in issue order.
+ *
+ * @example
+ * const sentinel: NodeRedisLikeSentinel = await createSentinel({
+ *   name: 'mymaster',
+ *   sentinelRootNodes: [{ host: 'sentinel-0', port: 26379 }],
+ * }).connect();
+ */
+export interface NodeRedisLikeSentinel {
+  /** Whether the client is open (connected, or finding the master again). */
+  readonly isOpen: boolean;
+  /** Whether the client has connected to the master and takes commands. */
+  readonly isReady: boolean;
+  /** Sends any command, as its arguments: to the master when `isReadonly` is false. */
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** The master the client is on, as the sentinels last named it. */
+  getMasterNode(): NodeRedisClusterNode | undefined;
+}
+
+/**
  * Any client {@link RedisStore} runs on: ioredis or iovalkey (`Redis`, `Cluster`), or node-redis
- * (`createClient()`, `createCluster()`), told apart by shape.
+ * (`createClient()`, `createCluster()`, `createSentinel()`), told apart by shape.
  *
  * @example
  * new RedisStore({ client: await createClient({ url }).connect() });
  * new RedisStore({ client: new Redis(url) });
  */
-export type RedisStoreClient = IoredisLikeClient | NodeRedisLikeClient | NodeRedisLikeCluster;
+export type RedisStoreClient =
+  IoredisLikeClient | NodeRedisLikeClient | NodeRedisLikeCluster | NodeRedisLikeSentinel;
