@@ -26,6 +26,60 @@ export function throttlerStorageApp(client: Redis, prefix: string): Type {
     burst(): string {
       return 'burst';
     }
+
+    /** Both throttlers on one route: default 5 per minute, burst 2 per minute. */
+    @Get('both')
+    @Throttle({ burst: { limit: 2, ttl: 60_000 } })
+    both(): string {
+      return 'both';
+    }
+
+    /** A one-second window whose refusal blocks for two seconds. */
+    @Get('blocking')
+    @SkipThrottle({ burst: true })
+    @Throttle({ default: { limit: 1, ttl: 1_000, blockDuration: 2_000 } })
+    blocking(): string {
+      return 'blocking';
+    }
+  }
+
+  /** Two routes sharing one budget through a key of the caller alone. */
+  @Controller('shared')
+  @SkipThrottle({ default: true })
+  @Throttle({
+    burst: {
+      limit: 3,
+      ttl: 60_000,
+      generateKey: (_context, tracker, name) => `shared:${name}:${tracker}`,
+    },
+  })
+  class SharedController {
+    @Get('a')
+    a(): string {
+      return 'a';
+    }
+
+    @Get('b')
+    b(): string {
+      return 'b';
+    }
+  }
+
+  /** A class-wide limit, raised on one handler. */
+  @Controller('limit')
+  @SkipThrottle({ burst: true })
+  @Throttle({ default: { limit: 2, ttl: 60_000 } })
+  class LimitController {
+    @Get()
+    low(): string {
+      return 'low';
+    }
+
+    @Get('higher')
+    @Throttle({ default: { limit: 4, ttl: 60_000 } })
+    higher(): string {
+      return 'higher';
+    }
   }
 
   @Module({
@@ -36,9 +90,10 @@ export function throttlerStorageApp(client: Redis, prefix: string): Type {
           { name: 'burst', ttl: 60_000, limit: 3 },
         ],
         storage: new RedlimitThrottlerStorage({ client, prefix }),
+        errorMessage: (_context, detail) => `over: ${detail.totalHits} hits of ${detail.limit}`,
       }),
     ],
-    controllers: [HelloController],
+    controllers: [HelloController, SharedController, LimitController],
     providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
   })
   class ThrottlerStorageModule {}
