@@ -9,6 +9,7 @@ import { DiscoveryService } from '@nestjs/core';
 import { finalize, type Observable } from 'rxjs';
 import type { Decision } from '../core/decision';
 import type { Limiter } from '../core/limiter';
+import { leaseReleaseWarning, releaseLeases } from './lease-release.util';
 import { REDLIMIT_METADATA } from './redlimit.constants';
 
 /** Leases a guard took for one handler call outside HTTP, by the call's argument list. */
@@ -47,19 +48,15 @@ export class LeaseReleaseInterceptor implements NestInterceptor {
     const leases = leasesByCall.get(args);
     if (!leases) return next.handle();
     leasesByCall.delete(args);
-    return next.handle().pipe(
-      finalize(() => {
-        for (const { limiter, decision } of leases) {
-          limiter
-            .release(decision)
-            .catch((error: unknown) =>
-              this.logger.warn(
-                `Could not release a lease of policy '${decision.policy}'; it expires after its window (${error instanceof Error ? error.message : String(error)})`,
-              ),
-            );
-        }
-      }),
-    );
+    return next
+      .handle()
+      .pipe(
+        finalize(() =>
+          releaseLeases(leases, (error, decision) =>
+            this.logger.warn(leaseReleaseWarning(decision, error)),
+          ),
+        ),
+      );
   }
 }
 

@@ -30,14 +30,37 @@ export function releaseOnClose(
   if (held.length === 0) return true;
   const node = nodeResponse(response);
   if (!node) return false;
-  const release = () => {
-    for (const { limiter, decision } of held) {
-      limiter.release(decision).catch((error: unknown) => onError(error, decision));
-    }
-  };
+  const release = () => releaseLeases(held, onError);
   if (node.destroyed || node.writableFinished) release();
   else node.once('close', release);
   return true;
+}
+
+/**
+ * Releases leases now, each once; a release that fails is handed to `onError` (the lease then
+ * expires after its window).
+ *
+ * @example
+ * releaseLeases(leases, (error, decision) => logger.warn(leaseReleaseWarning(decision, error)));
+ */
+export function releaseLeases(
+  leases: ReadonlyArray<{ readonly limiter: Limiter; readonly decision: Decision }>,
+  onError: (error: unknown, decision: Decision) => void,
+): void {
+  for (const { limiter, decision } of leases) {
+    limiter.release(decision).catch((error: unknown) => onError(error, decision));
+  }
+}
+
+/**
+ * The log line of a lease that could not be released.
+ *
+ * @example
+ * logger.warn(leaseReleaseWarning(decision, error));
+ */
+export function leaseReleaseWarning(decision: Decision, error: unknown): string {
+  const reason = error instanceof Error ? error.message : String(error);
+  return `Could not release a lease of policy '${decision.policy}'; it expires after its window (${reason})`;
 }
 
 function nodeResponse(response: unknown): ClosableResponse | undefined {

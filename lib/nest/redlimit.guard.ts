@@ -13,7 +13,7 @@ import {
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { requestCost } from './request-cost.util';
-import { releaseOnClose } from './lease-release.util';
+import { leaseReleaseWarning, releaseOnClose } from './lease-release.util';
 import { holdLeasesForCall } from './lease-release.interceptor';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
@@ -211,8 +211,9 @@ export class RedlimitGuard implements CanActivate {
   /**
    * `concurrency` layers hold a lease for the call: released when the response has been sent or
    * the connection closed (GraphQL over HTTP too); without a Node response (WebSocket,
-   * microservice), by the interceptor `@Throttle` attaches when the handler settles (a lease of
-   * the default policy alone, with no `@Throttle`, expires after its window there).
+   * microservice), by the interceptor `RedlimitModule` gives handlers under `@Throttle`, when the
+   * handler settles (a lease of the default policy alone, with no `@Throttle`, expires after its
+   * window there).
    */
   private releaseLeases(
     context: ExecutionContext,
@@ -220,9 +221,7 @@ export class RedlimitGuard implements CanActivate {
     leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
   ): void {
     const waiting = releaseOnClose(response, leases, (error, decision) =>
-      this.logger.warn(
-        `Could not release a lease of policy '${decision.policy}'; it expires after its window (${error instanceof Error ? error.message : String(error)})`,
-      ),
+      this.logger.warn(leaseReleaseWarning(decision, error)),
     );
     if (!waiting) holdLeasesForCall(context.getArgs(), leases);
   }
