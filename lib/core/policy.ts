@@ -72,6 +72,12 @@ export interface BlockOptions {
    * Default a day.
    */
   readonly forgetAfter?: Duration;
+  /**
+   * When a lockout starts, forget the key's count too, so that once it ends the caller starts
+   * over from a full budget (as @nestjs/throttler's `blockDuration` does). Default false: the
+   * budget still refuses until its window frees.
+   */
+  readonly restart?: boolean;
 }
 
 /** A validated {@link BlockOptions}, in ms. */
@@ -84,6 +90,8 @@ export interface BlockRule {
   readonly maxMs: number;
   /** Strike memory after a lockout ends. */
   readonly forgetAfterMs: number;
+  /** Whether a lockout that starts forgets the key's count (see {@link BlockOptions.restart}). */
+  readonly restart: boolean;
 }
 
 /**
@@ -176,7 +184,13 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'shadow',
 ]);
 const LIMIT_FIELDS: ReadonlySet<string> = new Set(['limit', 'window', 'burst']);
-const BLOCK_FIELDS: ReadonlySet<string> = new Set(['duration', 'factor', 'max', 'forgetAfter']);
+const BLOCK_FIELDS: ReadonlySet<string> = new Set([
+  'duration',
+  'factor',
+  'max',
+  'forgetAfter',
+  'restart',
+]);
 
 /** Lockouts and strike memories are bounded, so `until + forgetAfter` stays exact everywhere. */
 const MAX_BLOCK_MS = 366 * 86_400_000;
@@ -284,7 +298,9 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
 
 function resolveBlock(options: BlockOptions): BlockRule {
   if (options === null || typeof options !== 'object') {
-    throw new TypeError('policy.block must be an object { duration, factor?, max?, forgetAfter? }');
+    throw new TypeError(
+      'policy.block must be an object { duration, factor?, max?, forgetAfter?, restart? }',
+    );
   }
   unknownFields(options, BLOCK_FIELDS, 'policy.block');
   if (options.duration === undefined) throw new TypeError('policy.block.duration is required');
@@ -311,7 +327,13 @@ function resolveBlock(options: BlockOptions): BlockRule {
     options.forgetAfter === undefined
       ? 86_400_000
       : boundedBlock(parseDuration(options.forgetAfter, 'policy.block.forgetAfter'), 'forgetAfter');
-  return Object.freeze({ durationMs, factor, maxMs, forgetAfterMs });
+  const restart = options.restart ?? false;
+  if (typeof restart !== 'boolean') {
+    throw new TypeError(
+      `policy.block.restart must be true or false; got ${JSON.stringify(restart)}`,
+    );
+  }
+  return Object.freeze({ durationMs, factor, maxMs, forgetAfterMs, restart });
 }
 
 function boundedBlock(ms: number, field: string): number {

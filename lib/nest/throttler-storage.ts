@@ -156,7 +156,7 @@ export class RedlimitThrottlerStorage {
           limit,
           window: ttl,
           ...(blockDuration > 0 && {
-            block: { duration: blockDuration, max: blockDuration, forgetAfter: 1 },
+            block: { duration: blockDuration, max: blockDuration, forgetAfter: 1, restart: true },
           }),
         },
         this.limiterOptions,

@@ -82,7 +82,7 @@ interface LockoutJudgement {
   /** The caller keys' lockouts that hold the call back (or that it starts), by end. */
   readonly ends: readonly number[];
   /** Lockouts a refused spend starts: stored name, end and length. */
-  readonly starts: ReadonlyArray<{ name: string; until: number; duration: number }>;
+  readonly starts: ReadonlyArray<{ name: string; key: string; until: number; duration: number }>;
   /** The latest end among `ends`, or 0. */
   readonly blockedUntil: number;
 }
@@ -364,15 +364,18 @@ export class MemoryStore implements Store {
       if (lockouts) {
         for (const ends of lockouts.ends) resetAfterMs = Math.max(resetAfterMs, behind(ends - now));
         if (!allowed && spend) {
-          const { forgetAfterMs } = requests[r]!.block!;
-          for (const { name, until, duration } of lockouts.starts) {
+          const { policy, limits, block } = requests[r]!;
+          for (const { name, key, until, duration } of lockouts.starts) {
             const lockout: Lockout = {
               kind: 'lockout',
               until,
               duration,
-              forgetAt: until + forgetAfterMs,
+              forgetAt: until + block!.forgetAfterMs,
             };
             this.write(name, lockout, lockout.forgetAt);
+            // `restart`: the lockout forgets the key's count (see settleBlocks in decide.lua).
+            if (block!.restart)
+              limits.forEach((_, l) => this.entries.delete(storageKey('', key, policy, l)));
           }
         }
       }
@@ -426,7 +429,7 @@ export class MemoryStore implements Store {
     let refusingLimit = 0;
     let blockedUntil = 0;
     const ends: number[] = [];
-    const starts: Array<{ name: string; until: number; duration: number }> = [];
+    const starts: Array<{ name: string; key: string; until: number; duration: number }> = [];
     request.keys.forEach((key, k) => {
       // The key's own binding limit: its longest budget wait, else its least room (ties: first).
       let budgetFits = true;
@@ -466,8 +469,9 @@ export class MemoryStore implements Store {
                 Math.min(Math.floor(remembered.duration * block.factor), block.maxMs),
               );
         end = now + duration;
-        keyWait = Math.max(budgetWait, duration);
-        starts.push({ name, until: end, duration });
+        // (`restart`: the lockout forgets the key's count, so only the lockout is waited out)
+        keyWait = block.restart ? duration : Math.max(budgetWait, duration);
+        starts.push({ name, key, until: end, duration });
       }
       if (end > 0) ends.push(end);
       blockedUntil = Math.max(blockedUntil, end);

@@ -64,13 +64,14 @@ export function replyLength(request: SpendRequest): number {
 /**
  * A request's limits as script arguments: L, then limit, window ms and burst per limit. For a
  * decision (`withBlock`) of a policy with a lockout, L is sent as 'L:duration:factor:max:forget'
- * (see readRules in lua/lib/decide.lua), so other policies pay nothing for it.
+ * (then ':1' when a lockout restarts the count; see readRules in lua/lib/decide.lua), so other
+ * policies pay nothing for it.
  */
 export function limitArgs(request: SpendRequest, withBlock = false): Array<number | string> {
   const { block } = request;
   const args: Array<number | string> = [
     withBlock && block !== undefined
-      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}`
+      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? ':1' : ''}`
       : request.limits.length,
   ];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);

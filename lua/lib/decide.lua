@@ -79,7 +79,8 @@ local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, b
     elseif not budgetFits then
       new = duration
       if last > 0 then new = math.max(duration, math.min(math.floor(last * factor), maxMs)) end
-      ends, keyWait = now + new, math.max(budgetWait, new)
+      -- (`restart`: the lockout forgets the key's count, so only the lockout is waited out)
+      ends, keyWait = now + new, block[5] and new or math.max(budgetWait, new)
     end
     blockEnds[blockBase + k], blockNew[blockBase + k] = ends, new
     if ends > blockedUntil then blockedUntil = ends end
@@ -106,6 +107,10 @@ local function settleBlocks(block, base, keyCount, limitCount, allowed, spend, r
     if new > 0 and spend and not allowed then
       local forgetAt = ends + block[4]
       rcall('SET', KEYS[blockBase + k], string.format('%d:%d:%d', ends, new, forgetAt), 'PXAT', forgetAt + offset)
+      if block[5] then
+        -- `restart`: the lockout forgets the key's count, so the caller starts over when it ends.
+        for l = 1, limitCount do rcall('DEL', KEYS[base + (k - 1) * limitCount + l]) end
+      end
     end
   end
   return resetAfter, resetUnspent
@@ -204,9 +209,9 @@ local function readRules(at)
   local limitCount = SMALL[spec]
   local block
   if not limitCount then
-    local l, d, f, m, g = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+)$')
+    local l, d, f, m, g, r = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+):?(1?)$')
     if l then
-      limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g) }
+      limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g), r == '1' }
     else
       limitCount = tonumber(spec)
     end

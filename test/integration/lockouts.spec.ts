@@ -44,6 +44,26 @@ describe.each(stores)('$name store: lockouts (policy option block)', (backend) =
     store = backend.store(clock);
   });
 
+  it('restart: the lockout forgets the count, so the caller starts over when it ends, within the window', async () => {
+    const limiter = new Limiter(store, {
+      ...login,
+      window: '1h',
+      block: { duration: '1m', restart: true },
+    });
+    const refused = await exhaust(limiter, 'ip:1');
+    expect(refused.retryAfterMs).toBe(MINUTE); // the lockout only: the count is gone
+    clock.advance(MINUTE - 1);
+    expect((await limiter.consume('ip:1')).allowed).toBe(false);
+    clock.advance(1);
+    // A full budget again, in the same hour-long window; and another lockout after it.
+    expect((await exhaust(limiter, 'ip:1')).retryAfterMs).toBe(MINUTE);
+    // Without restart, the window keeps refusing after the lockout.
+    const plain = new Limiter(store, { ...login, name: 'plain', window: '1h' });
+    await exhaust(plain, 'ip:1');
+    clock.advance(MINUTE);
+    expect((await plain.consume('ip:1')).allowed).toBe(false);
+  });
+
   it('escalates 1, 2, 4 minutes, capped at max, and never during a lockout', async () => {
     const limiter = new Limiter(store, login);
     const expected = [MINUTE, 2 * MINUTE, 4 * MINUTE, 4 * MINUTE];
@@ -284,6 +304,7 @@ describe('policy option block: validation', () => {
       /policy\.block\.forgetAfter must be a positive duration/,
     ],
     [{ duration: '1m', escalate: true }, /policy\.block: 'escalate' is not a field/],
+    [{ duration: '1m', restart: 'yes' }, /policy\.block\.restart must be true or false/],
   ])('%j is refused before any store is touched', (block, message) => {
     expect(
       () => new Limiter(store, { ...base, block: block as unknown as PolicyOptions['block'] }),
