@@ -24,7 +24,8 @@ spend is recorded as "<id>=<new cost>" (same score): it is adjusted at most once
 after it gives back the new cost (then the member becomes "<id>"). The ledger keeps only ids within the lifetime,
 at most 126 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
-not recorded. Nothing is written when nothing is given back.
+not recorded. A refund writes nothing when it gives nothing back; an adjustment is always recorded
+(so a copy of its receipt, or a later refund, knows it).
 
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
