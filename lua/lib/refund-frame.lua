@@ -39,25 +39,29 @@ Return number of (key, limit) states that gave something back (or were charged)
 ]]
 local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
 
--- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
-local function settled(ledger, k, at, lifetime, limitCount)
-  if now - at > lifetime then return true end -- it weighs on nothing any more (or it might not)
-  local mark = tonumber(rcall('ZSCORE', ledger, 'reset'))
-  if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
-  local floor = tonumber(rcall('ZSCORE', ledger, 'floor'))
-  if floor and at <= floor then return true end -- older than what the ledger still remembers
-  return spendId ~= '' and rcall('ZSCORE', ledger, spendId) ~= false -- refunded already
-end
-
--- The new cost of spend `spendId` at `at` if it was adjusted, and its ledger member.
-local function adjustedCost(ledger, at)
+-- What the ledger holds of spend `spendId` at `at`, from one read of the members scored by that
+-- instant: whether it was refunded ("<id>"), and if it was adjusted its new cost and member.
+local function ledgerEntry(ledger, at)
   local prefix = spendId .. '='
   local instant = string.format('%d', at)
-  for _, member in ipairs(rcall('ZRANGE', ledger, instant, instant, 'BYSCORE')) do
-    if string.sub(member, 1, #prefix) == prefix then
-      return tonumber(string.sub(member, #prefix + 1)), member
+  local refunded, adjustedTo, member = false, nil, nil
+  for _, m in ipairs(rcall('ZRANGE', ledger, instant, instant, 'BYSCORE')) do
+    if m == spendId then
+      refunded = true
+    elseif string.sub(m, 1, #prefix) == prefix then
+      adjustedTo, member = tonumber(string.sub(m, #prefix + 1)), m
     end
   end
+  return refunded, adjustedTo, member
+end
+
+-- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
+local function settled(ledger, k, at, lifetime, limitCount, refunded)
+  if refunded or now - at > lifetime then return true end -- refunded already, or weighs on nothing
+  local marks = rcall('ZMSCORE', ledger, 'reset', 'floor')
+  local mark, floor = tonumber(marks[1]), tonumber(marks[2])
+  if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
+  return floor ~= nil and at <= floor -- older than what the ledger still remembers
 end
 
 local function remember(ledger, at, lifetime, member)
@@ -99,11 +103,11 @@ local function main()
   for k = 1, keyCount do
     local first = (k - 1) * limitCount
     local ledger = KEYS[keyCount * limitCount + k]
-    local current, adjusted = reserved, nil
-    if record then current, adjusted = adjustedCost(ledger, at) end
+    local refunded, current, adjusted = false, nil, nil
+    if record and now - at <= lifetime then refunded, current, adjusted = ledgerEntry(ledger, at) end
     current = current or reserved
     -- (an adjusted spend is not adjusted again)
-    if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount) then
+    if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount, refunded) then
       local given, apply = 0, refund
       keep, cost = 0, current
       if target then
