@@ -11,6 +11,7 @@ export default tseslint.config(
       '.snippets/**',
       '.snippets-test/**',
       '.snippets-scratch/**',
+      'docs/api/**',
       '**/*.js',
       '**/*.mjs',
     ],

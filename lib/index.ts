@@ -3,6 +3,7 @@
  *
  * The core (`Limiter`, stores) has no NestJS dependency and can be used on its own.
  * @packageDocumentation
+ * @module redlimit
  */
 export * from './core';
 export * from './stores';

@@ -10,11 +10,18 @@ export type AxiosLikeRequestConfig = Record<string, unknown>;
  * `axios.create()` fit it. Structural, so redlimit does not depend on axios.
  */
 export interface AxiosLikeInstance {
+  /** The instance's interceptor chains; only the response chain is used. */
   interceptors: {
+    /** The response interceptor chain. */
     response: {
+      /**
+       * Registers an interceptor: redlimit passes no success handler and an error handler that
+       * retries or rethrows; returns the id `eject` takes.
+       */
       use(onFulfilled: undefined, onRejected: (error: unknown) => unknown): number;
     };
   };
+  /** Sends a request again, from the config of the refused one (with redlimit's retry count). */
   request(config: AxiosLikeRequestConfig): Promise<unknown>;
 }
 

@@ -2,7 +2,12 @@
  * Response headers as fetch (`Headers`, with `get`), axios (`AxiosHeaders`, or a plain object with
  * lower-case names) and most HTTP clients expose them.
  */
-export type HeadersLike = { get(name: string): unknown } | Readonly<Record<string, unknown>>;
+export type HeadersLike =
+  | {
+      /** The value of header `name`, matched case-insensitively (fetch `Headers`, `AxiosHeaders`). */
+      get(name: string): unknown;
+    }
+  | Readonly<Record<string, unknown>>;
 
 /**
  * The part of a response a retry looks at: a fetch `Response`, an axios response, or any
@@ -12,7 +17,9 @@ export type HeadersLike = { get(name: string): unknown } | Readonly<Record<strin
  * const refused: ResponseLike = { status: 429, headers: { 'retry-after': '2' } };
  */
 export interface ResponseLike {
+  /** The HTTP status code, e.g. 429. */
   readonly status: number;
+  /** The response headers; `Retry-After` and `RateLimit` are read from them. */
   readonly headers: HeadersLike;
 }
 

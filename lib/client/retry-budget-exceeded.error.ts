@@ -9,6 +9,7 @@ export type RetryGiveUpReason = 'attempts' | 'time' | 'unreplayable-body';
 
 /** What {@link RetryBudgetExceededError} is built from. */
 export interface RetryBudgetExceededDetails<R extends ResponseLike = ResponseLike> {
+  /** Why the client stopped retrying. */
   readonly reason: RetryGiveUpReason;
   /** The last response, still refused. */
   readonly response: R;
@@ -18,8 +19,9 @@ export interface RetryBudgetExceededDetails<R extends ResponseLike = ResponseLik
   readonly retryAfterMs: number | undefined;
   /** Time since the first attempt, in ms. */
   readonly elapsedMs: number;
-  /** The budget in force. */
+  /** The budget in force: attempts allowed, the first included. */
   readonly maxAttempts: number;
+  /** The budget in force: time from the first attempt within which every retry must start, in ms. */
   readonly maxTotalMs: number;
 }
 
@@ -40,7 +42,9 @@ export interface RetryBudgetExceededDetails<R extends ResponseLike = ResponseLik
  * }
  */
 export class RetryBudgetExceededError<R extends ResponseLike = ResponseLike> extends Error {
+  /** Always `'RetryBudgetExceededError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'RetryBudgetExceededError';
+  /** Why the client stopped retrying: attempts used up, no time left, or a body it cannot resend. */
   readonly reason: RetryGiveUpReason;
   /** Status of the last response. */
   readonly status: number;

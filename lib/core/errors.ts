@@ -12,6 +12,7 @@ import type { Decision } from './decision';
  * }
  */
 export class RateLimitedError extends Error {
+  /** Always `'RateLimitedError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'RateLimitedError';
   /** Milliseconds until the same call would be allowed if nobody else spends. */
   readonly retryAfterMs: number;
@@ -43,6 +44,7 @@ export class RateLimitedError extends Error {
  * }
  */
 export class StoreUnavailableError extends Error {
+  /** Always `'StoreUnavailableError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'StoreUnavailableError';
   /** Suggested wait before retrying, in ms. */
   readonly retryAfterMs: number;
@@ -71,6 +73,7 @@ export class StoreUnavailableError extends Error {
  * });
  */
 export class StoreTimeoutError extends Error {
+  /** Always `'StoreTimeoutError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'StoreTimeoutError';
 
   constructor(

@@ -10,6 +10,7 @@
  * }
  */
 export class MissingPeerDependencyError extends Error {
+  /** Always `'MissingPeerDependencyError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'MissingPeerDependencyError';
 
   constructor(

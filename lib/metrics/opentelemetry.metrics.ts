@@ -12,9 +12,15 @@ export type OpenTelemetryAttributes = Readonly<Record<string, string>>;
 
 /** Instrument options redlimit passes (a subset of OpenTelemetry's `MetricOptions`). */
 export interface OpenTelemetryInstrumentOptions {
+  /** What the instrument measures, in a sentence. */
   description?: string;
+  /** The unit, in UCUM: `'s'` for the duration histogram, `'{decision}'` or `'{error}'` for counters. */
   unit?: string;
-  advice?: { explicitBucketBoundaries?: number[] };
+  /** Hints to the SDK; redlimit sets only the histogram's bucket boundaries. */
+  advice?: {
+    /** Upper bounds of the duration histogram's buckets, in seconds (the `buckets` option). */
+    explicitBucketBoundaries?: number[];
+  };
 }
 
 /**
@@ -22,14 +28,22 @@ export interface OpenTelemetryInstrumentOptions {
  * so these typings do not need `@opentelemetry/api` installed.
  */
 export interface OpenTelemetryMeter {
+  /** Creates a counter (`redlimit.decisions`, `redlimit.store.errors`, `redlimit.soft_limit.warnings`). */
   createCounter(
     name: string,
     options?: OpenTelemetryInstrumentOptions,
-  ): { add(value: number, attributes?: OpenTelemetryAttributes): void };
+  ): {
+    /** Adds `value` (redlimit adds 1 per event) to the series of `attributes`. */
+    add(value: number, attributes?: OpenTelemetryAttributes): void;
+  };
+  /** Creates a histogram (`redlimit.decision.duration`, in seconds). */
   createHistogram(
     name: string,
     options?: OpenTelemetryInstrumentOptions,
-  ): { record(value: number, attributes?: OpenTelemetryAttributes): void };
+  ): {
+    /** Records one measurement (a decision's duration, in seconds) in the series of `attributes`. */
+    record(value: number, attributes?: OpenTelemetryAttributes): void;
+  };
 }
 
 /** Options of {@link openTelemetryMetrics}. */

@@ -12,7 +12,12 @@ import { loadOptionalPeer } from './missing-peer.error';
  * need prom-client installed.
  */
 export interface PrometheusRegistry {
+  /**
+   * The metric registered under `name`, if any: redlimit reuses it, so calling
+   * {@link prometheusMetrics} twice on one registry does not throw a duplicate-name error.
+   */
   getSingleMetric(name: string): unknown;
+  /** Every metric of the registry in the Prometheus text format (what `GET /metrics` serves). */
   metrics(): Promise<string>;
 }
 

@@ -8,8 +8,11 @@ export const ACCESS_DENIED_MESSAGE = 'Access denied';
  * and an `RpcException`): `code` `FORBIDDEN`, as a GraphQL server says it.
  */
 export interface AccessDeniedPayload {
+  /** Always `'error'`. */
   readonly status: 'error';
+  /** Always `'FORBIDDEN'`, as GraphQL servers name a refused caller. */
   readonly code: 'FORBIDDEN';
+  /** Always `'Access denied'` ({@link ACCESS_DENIED_MESSAGE}): it never says what matched. */
   readonly message: string;
 }
 
@@ -49,9 +52,13 @@ export class AccessDeniedException extends HttpException {
  * if (verdict === 'denied') throw new AccessDeniedGraphQLError();
  */
 export class AccessDeniedGraphQLError extends Error {
+  /** Always `'AccessDeniedGraphQLError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'AccessDeniedGraphQLError';
   /** Copied into the GraphQL error's `extensions`. */
-  readonly extensions: { readonly code: 'FORBIDDEN' } = { code: 'FORBIDDEN' };
+  readonly extensions: {
+    /** Always `'FORBIDDEN'`. */
+    readonly code: 'FORBIDDEN';
+  } = { code: 'FORBIDDEN' };
 
   constructor() {
     super(ACCESS_DENIED_MESSAGE);

@@ -29,18 +29,30 @@ export interface FieldRef {
 
 /** An `@Attempt` part, checked and ready to resolve; see {@link resolveAttemptPart}. */
 export type ResolvedAttemptPart =
-  | { readonly kind: 'ip' | 'user' | 'apiKey'; readonly name: string }
   | {
+      /** One of the special parts: the client IP, the authenticated user, or the API key. */
+      readonly kind: 'ip' | 'user' | 'apiKey';
+      /** Key name: the kind itself (`ip` in `ip:<hash>`). */
+      readonly name: string;
+    }
+  | {
+      /** A value read from the request (`'email'`, `{ field: 'body.email' }`). */
       readonly kind: 'field';
       /** Key name: `email` in `email:<hash>`. */
       readonly name: string;
+      /** Where the value is read. */
       readonly field: FieldRef;
+      /** Whether look-alike spellings share a budget (see {@link AttemptPartSpec.normalize}). */
       readonly normalize: boolean;
     }
   | {
+      /** A value computed from the context by a function of yours. */
       readonly kind: 'function';
+      /** Key name: the spec's `name`, else the function's name, else `part<index>`. */
       readonly name: string;
+      /** The function that returns the value. */
       readonly fn: AttemptPartFn;
+      /** Whether look-alike spellings share a budget (see {@link AttemptPartSpec.normalize}). */
       readonly normalize: boolean;
     };
 

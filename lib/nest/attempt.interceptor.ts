@@ -65,10 +65,13 @@ import { unchargedAttempt } from './uncharged-attempt.util';
  */
 @Injectable()
 export class AttemptInterceptor implements NestInterceptor {
+  /** The Nest logger, under the `Redlimit` context; the default {@link onSettleError} warns on it. */
   protected readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
 
   constructor(
+    /** The module's limiters: `@Attempt` spends on the one of its policy. */
     protected readonly registry: LimiterRegistry,
+    /** Client IP, rate-limit headers and refusals, as the module's options configure them. */
     protected readonly http: RedlimitHttp,
   ) {}
 

@@ -17,11 +17,15 @@ export type IdentityInputProblem = 'not-scalar' | 'conflict' | 'no-client-addres
  * catch (error) { if (error instanceof IdentityInputError) console.log(error.part, error.sources); }
  */
 export class IdentityInputError extends Error {
+  /** Always `'IdentityInputError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'IdentityInputError';
   /** For GraphQL: copied into the error's `extensions`. */
   readonly extensions: {
+    /** Always `'BAD_USER_INPUT'`, as GraphQL servers name a bad argument. */
     readonly code: 'BAD_USER_INPUT';
+    /** Same as {@link IdentityInputError.part}. */
     readonly part: string;
+    /** Same as {@link IdentityInputError.sources}: set for a conflicting bare field only. */
     readonly sources?: readonly string[];
   };
 

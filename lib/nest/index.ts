@@ -6,6 +6,7 @@
  *
  * `Attempt` here is the parameter decorator and, as a type, the core `Attempt` it hands over.
  * @packageDocumentation
+ * @module redlimit/nest
  */
 export * from '../core';
 export * from '../stores';

@@ -12,8 +12,10 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
  * Provided by `RedlimitModule`; nothing to register.
  *
  * @example
- * // logged at bootstrap:
- * // WARN [Redlimit] keySecret is not set: @Attempt keys are plain SHA-256 … Set keySecret (REDLIMIT_KEY_SECRET) …
+ * Logged at bootstrap:
+ * ```text
+ * WARN [Redlimit] keySecret is not set: @Attempt keys are plain SHA-256 … Set keySecret (REDLIMIT_KEY_SECRET) …
+ * ```
  */
 @Injectable()
 export class RedlimitKeySecretCheck implements OnApplicationBootstrap {

@@ -14,7 +14,11 @@ import type {
 
 /** Environment variables: `process.env`, a plain record, or anything with `get(name)` (ConfigService). */
 export type EnvSource =
-  Readonly<Record<string, string | undefined>> | { get(name: string): unknown };
+  | Readonly<Record<string, string | undefined>>
+  | {
+      /** The variable's value, or `undefined` when it is not set (as `ConfigService.get` does). */
+      get(name: string): unknown;
+    };
 
 /**
  * Module options from environment variables, on top of `defaults` (a variable that is set wins;

@@ -10,8 +10,11 @@ export type RateLimitErrorCode = 'RATE_LIMITED' | 'RATE_LIMIT_UNAVAILABLE';
  * policy, and when to retry. The error of a `WsException` and an `RpcException`.
  */
 export interface RateLimitErrorPayload {
+  /** Always `'error'`. */
   readonly status: 'error';
+  /** `RATE_LIMITED` (out of budget) or `RATE_LIMIT_UNAVAILABLE` (store failed, fails closed). */
   readonly code: RateLimitErrorCode;
+  /** A sentence naming the policy and the wait in seconds. */
   readonly message: string;
   /** The policy that refused. */
   readonly policy: string;
@@ -23,9 +26,13 @@ export interface RateLimitErrorPayload {
 
 /** The `extensions` of a {@link RateLimitGraphQLError}. */
 export interface RateLimitGraphQLErrorExtensions {
+  /** `RATE_LIMITED` (out of budget) or `RATE_LIMIT_UNAVAILABLE` (store failed, fails closed). */
   readonly code: RateLimitErrorCode;
+  /** The policy that refused. */
   readonly policy: string;
+  /** When the same call would be allowed, in milliseconds (exact). */
   readonly retryAfterMs: number;
+  /** The same in whole seconds, rounded up, at least 1 (like HTTP `Retry-After`). */
   readonly retryAfter: number;
 }
 
@@ -62,6 +69,7 @@ export function rateLimitErrorPayload(decision: Decision): RateLimitErrorPayload
  * if (!decision.allowed) throw new RateLimitGraphQLError(decision);
  */
 export class RateLimitGraphQLError extends Error {
+  /** Always `'RateLimitGraphQLError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'RateLimitGraphQLError';
   /** Copied into the GraphQL error's `extensions`. */
   readonly extensions: RateLimitGraphQLErrorExtensions;

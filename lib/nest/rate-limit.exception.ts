@@ -4,8 +4,11 @@ import { retryAfterSeconds } from './rate-limit-headers.util';
 
 /** JSON body of a 429 or 503 sent by redlimit. */
 export interface RateLimitResponseBody {
+  /** 429 (out of budget) or 503 (the store failed and the policy fails closed). */
   readonly statusCode: number;
+  /** The status text: `'Too Many Requests'` or `'Service Unavailable'`. */
   readonly error: string;
+  /** A sentence naming the policy and the wait in seconds. */
   readonly message: string;
   /** The policy that refused. */
   readonly policy: string;

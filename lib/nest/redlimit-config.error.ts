@@ -11,6 +11,7 @@
  * }
  */
 export class RedlimitConfigError extends Error {
+  /** Always `'RedlimitConfigError'`: survives serialisation and minification, unlike the class name. */
   override readonly name = 'RedlimitConfigError';
 
   constructor(

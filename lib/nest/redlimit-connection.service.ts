@@ -16,16 +16,6 @@ const DEFAULT_PREFIX = 'rl:';
 /** Connection errors are logged at most this often (ioredis reports every reconnection). */
 const ERROR_LOG_INTERVAL_MS = 10_000;
 
-/**
- * The module's store and, when the module created it, its Redis client, which it closes on
- * application shutdown (a client you passed in is left open). Injectable, e.g. for a health check.
- *
- * @example
- * constructor(private readonly connection: RedlimitConnection) {}
- * health() {
- *   return { rateLimits: this.connection.kind, redis: this.connection.status };
- * }
- */
 /** Every option of {@link RedlimitModuleOptions}, and the module extras `forRoot` passes along. */
 const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'isGlobal',
@@ -53,6 +43,16 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'refusalCache',
 ]);
 
+/**
+ * The module's store and, when the module created it, its Redis client, which it closes on
+ * application shutdown (a client you passed in is left open). Injectable, e.g. for a health check.
+ *
+ * @example
+ * constructor(private readonly connection: RedlimitConnection) {}
+ * health() {
+ *   return { rateLimits: this.connection.kind, redis: this.connection.status };
+ * }
+ */
 export class RedlimitConnection implements OnApplicationShutdown {
   /**
    * The ioredis client, when the store is the module's RedisStore on one: the client the module

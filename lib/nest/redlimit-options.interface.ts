@@ -42,10 +42,21 @@ export type RateLimitHeaderStyle = 'ietf' | 'legacy' | 'both' | false;
  */
 export type RedisConnectionOptions =
   | string
-  | { readonly client: RedisStoreClient }
-  | { readonly nodes: readonly ClusterNode[]; readonly clusterOptions?: ClusterOptions }
+  | {
+      /** Your own connected client; the module never closes it. */
+      readonly client: RedisStoreClient;
+    }
+  | {
+      /** Startup nodes of the Redis Cluster (ioredis `Cluster`); the module closes it on shutdown. */
+      readonly nodes: readonly ClusterNode[];
+      /** Options of the ioredis `Cluster`; `redisOptions` apply to each node's connection. */
+      readonly clusterOptions?: ClusterOptions;
+    }
   | RedisSentinelOptions
-  | (RedisOptions & { readonly url?: string });
+  | (RedisOptions & {
+      /** A `redis://` or `rediss://` URL; the other ioredis options apply on top of it. */
+      readonly url?: string;
+    });
 
 /**
  * The request header a trusted proxy names the client in: `'x-forwarded-for'` (a chain, walked
@@ -190,7 +201,12 @@ export interface RedlimitModuleOptions {
    * `keySecret` when set).
    */
   readonly apiKey?: {
+    /** The request header that carries the key. Default `'x-api-key'`. */
     readonly header?: string;
+    /**
+     * Whether `key` is a real one; a key it rejects is charged by client IP instead. Default:
+     * every key counts.
+     */
     readonly validate?: (key: string, context: ExecutionContext) => boolean | Promise<boolean>;
   };
   /**

@@ -77,7 +77,9 @@ export class RedlimitGuard implements CanActivate {
   >();
 
   constructor(
+    /** The module's limiters: each `@Throttle` layer spends on the one of its policy. */
     protected readonly registry: LimiterRegistry,
+    /** Client IP, rate-limit headers and refusals, as the module's options configure them. */
     protected readonly http: RedlimitHttp,
   ) {}
 

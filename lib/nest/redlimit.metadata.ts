@@ -111,7 +111,18 @@ export interface AttemptPartSpec {
 
 /** How a handler guarded by `@Attempt` ended; see {@link AttemptOptions.refundOn}. */
 export type AttemptOutcome =
-  { readonly ok: true; readonly result: unknown } | { readonly ok: false; readonly error: unknown };
+  | {
+      /** The handler returned (its promise resolved, its observable completed). */
+      readonly ok: true;
+      /** What it returned: the value, or an observable's last value. */
+      readonly result: unknown;
+    }
+  | {
+      /** The handler threw, or the client went away before it finished. */
+      readonly ok: false;
+      /** What it threw (an `Error` named `AttemptCancelledError` when the client went away). */
+      readonly error: unknown;
+    };
 
 /** Options of `@Attempt(parts, options)`. */
 export interface AttemptOptions {
