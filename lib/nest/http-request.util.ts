@@ -5,22 +5,44 @@ import type { IncomingHttpHeaders } from 'node:http';
  * are handled by shape, never by importing either framework.
  */
 export interface HttpRequestLike {
+  /** The HTTP method. */
   readonly method?: string;
+  /** The request URL as received (path and query). */
   readonly url?: string;
+  /** The request headers, lower-cased names (client IP headers, the API key header). */
   readonly headers?: IncomingHttpHeaders;
   /** Express and Fastify (a getter over `raw.socket`). */
-  readonly socket?: { readonly remoteAddress?: string };
+  readonly socket?: {
+    /** The connection's peer address. */
+    readonly remoteAddress?: string;
+  };
   /** Fastify: the Node request. */
-  readonly raw?: { readonly socket?: { readonly remoteAddress?: string } };
+  readonly raw?: {
+    /** The Node request's socket. */
+    readonly socket?: {
+      /** The connection's peer address. */
+      readonly remoteAddress?: string;
+    };
+  };
   /** Express: the matched route. */
-  readonly route?: { readonly path?: unknown };
+  readonly route?: {
+    /** The route's path template, e.g. `/items/:id`. */
+    readonly path?: unknown;
+  };
   /** Express: the mount path of the router. */
   readonly baseUrl?: string;
   /** Fastify: the matched route. */
-  readonly routeOptions?: { readonly url?: string };
+  readonly routeOptions?: {
+    /** The route's URL template, e.g. `/items/:id`. */
+    readonly url?: string;
+  };
+  /** The parsed body, read by `'body.…'` parts and key functions. */
   readonly body?: unknown;
+  /** The route parameters, read by `'params.…'` parts. */
   readonly params?: unknown;
+  /** The parsed query string, read by `'query.…'` parts. */
   readonly query?: unknown;
+  /** What an authentication guard set; the `'user'` part reads its `id`, else `sub`. */
   readonly user?: unknown;
 }
 
@@ -29,7 +51,9 @@ export interface HttpRequestLike {
  * `header(name, value)`; a bare Node response has `setHeader`.
  */
 export interface HttpResponseLike {
+  /** Express and Fastify: sets a response header. */
   header?(name: string, value: string): unknown;
+  /** A bare Node `ServerResponse`: sets a response header. */
   setHeader?(name: string, value: string): unknown;
 }
 

@@ -23,6 +23,7 @@ export * from './client-ip.util';
 export * from './context-field.util';
 export * from './context-refusal.util';
 export * from './execution-context.util';
+export type { HttpRequestLike, HttpResponseLike } from './http-request.util';
 export * from './identity-input.error';
 export * from './identity-normalize.util';
 export * from './ip-range.util';
