@@ -39,7 +39,7 @@ export function callerKeys(args: CliArgs, config: CliConfig): CliKey[] {
   if (keys.length === 0) {
     throw usageError(
       `${args.command ?? 'peek'} needs at least one key: part=value (e.g. email=alice@example.com), ` +
-        "--route 'METHOD /path' --ip ADDRESS, or --key KEY",
+        "--route 'Controller.method /path' --ip ADDRESS, or --key KEY",
     );
   }
   return keys;

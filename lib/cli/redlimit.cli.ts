@@ -54,7 +54,7 @@ Options:
   --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
   --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
-  --dotenv PATH          read variables from a dotenv file too (variables already set win),
+  --dotenv PATH            read variables from a dotenv file too (variables already set win),
                            e.g. the app's own: --dotenv sample/redlimit.env
   -h, --help               this help
   --version                the redlimit version

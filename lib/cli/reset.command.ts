@@ -6,8 +6,10 @@ import { storeError } from './cli.error';
 import type { CommandOutput } from './policies.command';
 
 /**
- * `redlimit reset`: deletes the policy's stored state for the keys (every limit, and the refund
- * ledger), so each key has its full budget again — e.g. unlocking an account. One script call.
+ * `redlimit reset`: deletes the policy's stored state for the keys (every limit, and any lockout)
+ * and moves each key's reset mark in its refund ledger, so receipts of earlier spends refund
+ * nothing; each key has its full budget again — e.g. unlocking an account. One script call (on a
+ * Cluster, one per slot group).
  *
  * @throws CliError (exit code 3) when Redis fails or does not answer in time
  * @example

@@ -193,7 +193,9 @@ export class Limiter {
    * Gives back exactly what one allowed spend took, to the windows it was taken from. At most once
    * per receipt; refunding a refused decision, or after the charged window has passed, does nothing.
    *
-   * @returns whether a refund was sent to the store (false: nothing spent, or already refunded)
+   * @returns whether a refund was sent to the store (false: nothing spent, or this receipt object
+   *   already refunded in this process). A copy of the receipt (e.g. through JSON), or one refunded
+   *   by another process, is sent and returns true; the store's ledger then gives nothing back.
    */
   async refund(target: Decision | Receipt): Promise<boolean> {
     const receipt = this.receiptOf(target, 'refund');

@@ -144,7 +144,9 @@ export interface Store {
    * Checks every limit of every request on its keys and, only if all allow, charges all of them:
    * several policies as one decision. No stored key may appear in two requests (the same policy
    * and caller key twice); the caller checks that. Optional for stores written before stacks:
-   * without it, stacked decisions (`consumeAll`) are refused with a clear error.
+   * without it (or without `peekStack`), `consumeAll` spends the parts one by one and gives back
+   * those already charged when one refuses — all or nothing in the end, but not atomic: a
+   * concurrent caller can see the tentative charges.
    */
   consumeStack?(requests: readonly SpendRequest[]): Promise<StackResult>;
   /** What `consumeStack` would answer now; writes nothing. */

@@ -28,7 +28,10 @@ export const DECISION_DURATION_BUCKETS_SECONDS: readonly number[] = Object.freez
  * events.on(decisionMetricsListener(recorder));
  */
 export interface DecisionMetricsRecorder {
-  /** A consume (each part of a stack counts) or an applied refund (`outcome: 'refunded'`). */
+  /**
+   * A consume (each part of a stack counts), an applied refund (`outcome: 'refunded'`) or an
+   * adjustment (`outcome: 'adjusted'`).
+   */
   decision(policy: string, outcome: DecisionOutcome): void;
   /** Time spent on the store by any operation (consume, peek, refund), in seconds. */
   duration(policy: string, operation: DecisionOperation, seconds: number): void;

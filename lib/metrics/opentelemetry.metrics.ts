@@ -63,9 +63,10 @@ export interface OpenTelemetryMetricsOptions {
  * peer loaded on this call when no `meter` is given). The same instruments as
  * {@link prometheusMetrics}, named the OpenTelemetry way:
  *
- * - `redlimit.decisions` (counter; `policy`, `outcome`): consumes and refunds by outcome;
- * - `redlimit.decision.duration` (histogram, `s`; `policy`, `operation`): every consume, peek
- *   and refund;
+ * - `redlimit.decisions` (counter; `policy`, `outcome`): consumes, refunds and adjustments by
+ *   outcome;
+ * - `redlimit.decision.duration` (histogram, `s`; `policy`, `operation`): every consume, peek,
+ *   refund and adjustment;
  * - `redlimit.store.errors` (counter; `policy`, `reason`): store failures the fail mode absorbed;
  * - `redlimit.soft_limit.warnings` (counter; `policy`): consumes allowed past `warnAt`.
  *
@@ -99,7 +100,7 @@ export function openTelemetryMetrics(
     throw new TypeError('openTelemetryMetrics meter must be an OpenTelemetry Meter');
   }
   const decisions = meter.createCounter('redlimit.decisions', {
-    description: 'Rate-limit decisions (consumes) and refunds, by policy and outcome.',
+    description: 'Rate-limit decisions (consumes), refunds and adjustments, by policy and outcome.',
     unit: '{decision}',
   });
   const duration = meter.createHistogram('redlimit.decision.duration', {

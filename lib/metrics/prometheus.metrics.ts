@@ -37,11 +37,11 @@ const METRIC_PREFIX = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
  * Records decision events as Prometheus metrics through prom-client (an optional peer, loaded on
  * this call):
  *
- * - `redlimit_decisions_total{policy,outcome}`: consumes and refunds by outcome (`allowed`,
- *   `refused`, `refused-elsewhere`, `blocked`, `shadow-refused`, `skipped`, `denied`,
- *   `failed-open`, `failed-closed`, `refunded`); peeks are not decisions;
+ * - `redlimit_decisions_total{policy,outcome}`: consumes, refunds and adjustments by outcome
+ *   (`allowed`, `refused`, `refused-elsewhere`, `blocked`, `shadow-refused`, `skipped`, `denied`,
+ *   `failed-open`, `failed-closed`, `refunded`, `adjusted`); peeks are not decisions;
  * - `redlimit_decision_duration_seconds{policy,operation}`: time on the store of every consume,
- *   peek and refund the store was asked about (not `skipped`, `denied` or refusal-cache answers);
+ *   peek, refund and adjustment the store was asked about (not `skipped`, `denied` or refusal-cache answers);
  * - `redlimit_store_errors_total{policy,reason}`: store failures (`timeout`, `error`) the fail
  *   mode absorbed;
  * - `redlimit_soft_limit_warnings_total{policy}`: consumes allowed past the policy's `warnAt`.
@@ -89,7 +89,7 @@ export function prometheusMetrics(
 
   const decisions = counter(
     'redlimit_decisions_total',
-    'Rate-limit decisions (consumes) and refunds, by policy and outcome.',
+    'Rate-limit decisions (consumes), refunds and adjustments, by policy and outcome.',
     ['policy', 'outcome'],
   );
   const errors = counter(
