@@ -42,7 +42,7 @@ export type ResolvedAttemptPart =
       readonly name: string;
       /** Where the value is read. */
       readonly field: FieldRef;
-      /** Whether look-alike spellings share a budget (see {@link AttemptPartSpec.normalize}). */
+      /** Whether equivalent spellings share a budget (see {@link AttemptPartSpec.normalize}). */
       readonly normalize: boolean;
     }
   | {
@@ -52,7 +52,7 @@ export type ResolvedAttemptPart =
       readonly name: string;
       /** The function that returns the value. */
       readonly fn: AttemptPartFn;
-      /** Whether look-alike spellings share a budget (see {@link AttemptPartSpec.normalize}). */
+      /** Whether equivalent spellings share a budget (see {@link AttemptPartSpec.normalize}). */
       readonly normalize: boolean;
     };
 

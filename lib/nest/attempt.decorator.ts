@@ -39,8 +39,8 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  * Spends before the handler runs and hands it the {@link Attempt}; only importing
  * `RedlimitModule` is needed. Each part is its own key (`ip:…`, `email:…`), all charged in one
  * decision, so per-IP and per-account limits cannot disagree. Field values are normalised
- * ({@link normalizeIdentity}: look-alike spellings share a budget) and hashed, so no email sits in
- * Redis in plain text. A missing or empty value counts as one shared "missing" value of that part;
+ * ({@link normalizeIdentity}: Unicode-equivalent spellings share a budget) and hashed, so no
+ * email sits in Redis in plain text. A missing or empty value counts as one shared "missing" value of that part;
  * a value that is not a string or a finite number, or a bare field whose sources disagree, is
  * refused (HTTP 400) before anything is charged.
  *

@@ -2,8 +2,8 @@
 const DEFAULT_IGNORABLE = /\p{Default_Ignorable_Code_Point}/gu;
 
 /**
- * An identity value (email, user name, account id) as people mean it, so that spellings that
- * look alike share one budget: default-ignorable code points removed (zero-width space and
+ * An identity value (email, user name, account id) as people mean it, so that Unicode-equivalent
+ * spellings share one budget: default-ignorable code points removed (zero-width space and
  * joiners, soft hyphen, variation selectors, byte-order mark, …), Unicode NFKC (full-width
  * `ＡＤＡ` → `ADA`, composed and decomposed `é` alike), lower-cased, and trimmed. Idempotent:
  * normalising twice gives the same text.

@@ -15,9 +15,9 @@ export interface AttemptKeyOptions {
 
 /**
  * The caller key of one `@Attempt` part: `<name>:<hash>`. The value is normalised
- * ({@link normalizeIdentity}: look-alike spellings become one; `normalize: false` keeps it as
- * given), then hashed — HMAC-SHA-256 with `secret` when given, else SHA-256 — and the first 128
- * bits kept (base64url, 22 characters), so equal values share a budget and none is stored in
+ * ({@link normalizeIdentity}: Unicode-equivalent spellings become one; `normalize: false` keeps
+ * it as given), then hashed — HMAC-SHA-256 with `secret` when given, else SHA-256 — and the first
+ * 22 base64url characters (132 bits) kept, so equal values share a budget and none is stored in
  * plain text. A missing or empty value becomes `<name>:-`.
  *
  * Without a secret the hash only keeps values out of plain sight: anyone holding the keys can
@@ -43,7 +43,8 @@ export function attemptKey(
 
 /**
  * An API key's hash for caller keys: like {@link attemptKey} but case-sensitive (API keys are),
- * trimmed only. HMAC-SHA-256 with `secret` when given, else SHA-256; 128 bits, base64url.
+ * trimmed only. HMAC-SHA-256 with `secret` when given, else SHA-256; the first 22 base64url
+ * characters (132 bits).
  *
  * @example
  * `apiKey:${apiKeyHash('sk_live_abc')}`; // what @Throttle(…, { by: 'apiKey' }) charges

@@ -102,7 +102,7 @@ export interface AttemptPartSpec {
    */
   readonly name?: string;
   /**
-   * `true` (default): look-alike spellings share a budget — default-ignorable code points
+   * `true` (default): Unicode-equivalent spellings share a budget — default-ignorable code points
    * removed, Unicode NFKC, lower-cased, trimmed. `false`: the value as sent (case-sensitive
    * tokens; an empty value still counts as missing).
    */
