@@ -100,6 +100,15 @@ export class RedlimitConnection implements OnApplicationShutdown {
           `known: ${[...MODULE_OPTIONS].join(', ')}`,
       );
     }
+    const secret: unknown = options.keySecret;
+    if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
+      // A short secret is guessed as easily as no secret; the value itself is never shown.
+      throw new TypeError(
+        'RedlimitModule keySecret must be a string of at least 16 characters ' +
+          `(got ${typeof secret === 'string' ? `${secret.length} characters` : `a ${typeof secret}`}); ` +
+          'leave it undefined for plain SHA-256',
+      );
+    }
     const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
     const timeoutMs = options.timeoutMs ?? 1000;
     if (options.redis !== undefined) {

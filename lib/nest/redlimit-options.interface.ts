@@ -258,8 +258,9 @@ export interface RedlimitModuleOptions {
   /** How the client IP is found. Default: the connection's peer address, IPv6 grouped by /64. */
   readonly clientIp?: ClientIpOptions;
   /**
-   * Secret mixed into the hashes of `@Attempt` values (HMAC-SHA-256), so stored keys cannot be
-   * matched against a list of known emails. Default: plain SHA-256.
+   * Secret mixed into the hashes of `@Attempt` values and API keys (HMAC-SHA-256), so stored keys
+   * cannot be matched against a list of known emails. At least 16 characters (a shorter one, or
+   * an empty one, stops startup). Default: plain SHA-256.
    */
   readonly keySecret?: string;
   /**

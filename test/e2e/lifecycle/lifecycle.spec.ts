@@ -132,6 +132,21 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
     ).rejects.toThrow(/unknown option 'polices'/);
   });
 
+  it('a keySecret shorter than 16 characters (or empty, or not a string) stops startup, without showing it', async () => {
+    for (const keySecret of ['short-secret', '', 1234567890123456 as never]) {
+      const failure = await startApp(lifecycleApp({ keySecret }), platform).then(
+        (app) => app.close().then(() => 'started'),
+        (error: unknown) => String(error),
+      );
+      expect(failure).toMatch(
+        /RedlimitModule keySecret must be a string of at least 16 characters/,
+      );
+      expect(failure).not.toMatch(/short-secret|1234567890/);
+    }
+    const app = await startApp(lifecycleApp({ keySecret: 'sixteen-chars-ok' }), platform);
+    await app.close();
+  });
+
   it('the registry: get() by name, a clear error for an unknown name, register() at runtime, inline policies', async () => {
     const app = await startApp(lifecycleApp({ store: new MemoryStore() }), platform);
     try {
