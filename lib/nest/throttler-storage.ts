@@ -1,9 +1,12 @@
+import { Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+import type { StoreFailure } from '../core/decision';
 import { Limiter, type LimiterOptions } from '../core/limiter';
 import type { FailMode } from '../core/policy';
 import type { Store } from '../core/store';
 import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
 import { RedisStore } from '../stores/redis.store';
+import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 
 /**
  * What @nestjs/throttler's `ThrottlerGuard` reads back from its storage for one hit (the shape of
@@ -40,6 +43,12 @@ export type RedlimitThrottlerStorageOptions = (
   readonly failMode?: Exclude<FailMode, 'memory'>;
   /** Longest wait for the store per hit, in ms. Default 1000. */
   readonly timeoutMs?: number;
+  /**
+   * Called for every store failure a hit absorbed (the guard cannot tell it from a limit: under
+   * `'closed'` it answers its usual 429). Default: a warning through Nest's `Logger`, context
+   * `Redlimit`, at most once every 10 s.
+   */
+  readonly onStoreFailure?: (failure: StoreFailure) => void;
 };
 
 const OPTIONS: ReadonlySet<string> = new Set([
@@ -48,7 +57,11 @@ const OPTIONS: ReadonlySet<string> = new Set([
   'store',
   'failMode',
   'timeoutMs',
+  'onStoreFailure',
 ]);
+
+/** The default `onStoreFailure` logs at most once in this interval. */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 /**
  * A storage for @nestjs/throttler (`ThrottlerModule.forRoot({ throttlers, storage })`) on
@@ -94,16 +107,19 @@ export class RedlimitThrottlerStorage {
     } else {
       throw new TypeError('RedlimitThrottlerStorage needs options { client } or { store }');
     }
-    const { failMode = 'closed', timeoutMs } = options;
+    const { failMode = 'closed', timeoutMs, onStoreFailure } = options;
     if (failMode !== 'closed' && failMode !== 'open') {
       throw new RangeError(
         `RedlimitThrottlerStorage options.failMode must be 'closed' or 'open'; got ${JSON.stringify(failMode)}`,
       );
     }
+    if (onStoreFailure !== undefined && typeof onStoreFailure !== 'function') {
+      throw new TypeError('RedlimitThrottlerStorage options.onStoreFailure must be a function');
+    }
     this.limiterOptions = {
       failMode,
       ...(timeoutMs !== undefined && { timeoutMs }),
-      onStoreFailure: () => {}, // the guard answers; a warning per hit would flood the log
+      onStoreFailure: onStoreFailure ?? logStoreFailure(),
     };
     // Builds one limiter, so bad options throw here rather than on the first hit.
     new Limiter(
@@ -165,4 +181,22 @@ export class RedlimitThrottlerStorage {
     }
     return limiter;
   }
+}
+
+/** A warning per failure would flood the log (every hit fails alike): one every 10 s at most. */
+function logStoreFailure(): (failure: StoreFailure) => void {
+  const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+  let lastAt = -Infinity;
+  return (failure) => {
+    const now = performance.now();
+    if (now - lastAt < FAILURE_LOG_INTERVAL_MS) return;
+    lastAt = now;
+    const outcome =
+      failure.failMode === 'open'
+        ? 'failing open: hits are let through without limits'
+        : 'failing closed: hits are refused as over the limit (429)';
+    logger.warn(
+      `RedlimitThrottlerStorage: store ${failure.reason}, ${outcome} (${failure.error.message})`,
+    );
+  };
 }

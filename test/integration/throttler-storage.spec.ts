@@ -1,5 +1,7 @@
-import { RedlimitThrottlerStorage } from '../../lib/nest';
+import { Logger } from '@nestjs/common';
+import { RedlimitThrottlerStorage, type StoreFailure } from '../../lib/nest';
 import { backends, TestClock } from '../support/backends';
+import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 
 const stores = backends('throttler-storage', { nodeRedis: true });
 
@@ -106,5 +108,67 @@ describe('RedlimitThrottlerStorage options', () => {
           options as unknown as ConstructorParameters<typeof RedlimitThrottlerStorage>[0],
         ),
     ).toThrow(message);
+  });
+});
+
+describe('RedlimitThrottlerStorage when Redis hangs', () => {
+  let redis: FreezableRedis;
+  beforeAll(async () => {
+    redis = await startFreezableRedis();
+  });
+  afterAll(() => redis.stop());
+
+  it('closed: the hit is refused and every failure reaches onStoreFailure (open: let through)', async () => {
+    const failures: StoreFailure[] = [];
+    const closed = new RedlimitThrottlerStorage({
+      client: redis.client,
+      prefix: `ts-fail:${Math.random()}:`,
+      timeoutMs: 300,
+      onStoreFailure: (failure) => failures.push(failure),
+    });
+    const open = new RedlimitThrottlerStorage({
+      client: redis.client,
+      prefix: `ts-fail:${Math.random()}:`,
+      timeoutMs: 300,
+      failMode: 'open',
+      onStoreFailure: (failure) => failures.push(failure),
+    });
+    await closed.increment('k', 60_000, 5, 0, 'default'); // warm the connection
+    const [refused, allowed] = await redis.whileHung(() =>
+      Promise.all([
+        closed.increment('k', 60_000, 5, 0, 'default'),
+        open.increment('k', 60_000, 5, 0, 'default'),
+      ]),
+    );
+    expect(refused.isBlocked).toBe(true);
+    expect(allowed.isBlocked).toBe(false);
+    expect(failures.map((f) => [f.reason, f.failMode]).sort()).toEqual([
+      ['timeout', 'closed'],
+      ['timeout', 'open'],
+    ]);
+  });
+
+  it('without onStoreFailure, a warning through Nest’s Logger, at most once every 10 s', async () => {
+    const warnings: string[] = [];
+    const spy = jest
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warnings.push(String(message)));
+    try {
+      const storage = new RedlimitThrottlerStorage({
+        client: redis.client,
+        prefix: `ts-warn:${Math.random()}:`,
+        timeoutMs: 300,
+      });
+      await storage.increment('k', 60_000, 5, 0, 'default');
+      await redis.whileHung(() =>
+        Promise.all([1, 2, 3].map(() => storage.increment('k', 60_000, 5, 0, 'default'))),
+      );
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /RedlimitThrottlerStorage: store timeout, failing closed: hits are refused as over the limit/,
+      );
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
