@@ -5,7 +5,6 @@
  */
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import Redis from 'ioredis';
 import { createSentinel } from 'redis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
 import { LimiterRegistry, RedlimitConnection, RedlimitModule } from '../../lib/nest';
@@ -61,17 +60,6 @@ describeWithSentinel('RedisStore on a node-redis Sentinel client (createSentinel
     return sentinel;
   };
 
-  /** A direct client on whatever the sentinels call the master now. */
-  const onMaster = async <T>(work: (master: Redis) => Promise<T>): Promise<T> => {
-    const { host, port } = await deployment.masterAddress();
-    const master = new Redis({ host, port, maxRetriesPerRequest: 1 });
-    try {
-      return await work(master);
-    } finally {
-      master.disconnect();
-    }
-  };
-
   it('admits exactly 5 of 30 concurrent at limit 5, on the master, and reports ready', async () => {
     const sentinel = await connectSentinel();
     const prefix = uniquePrefix('sentinel-node-redis');
@@ -86,7 +74,7 @@ describeWithSentinel('RedisStore on a node-redis Sentinel client (createSentinel
     );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     expect(decisions.every((d) => d.failure === undefined)).toBe(true);
-    expect(await onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
+    expect(await deployment.onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
     expect(clientStatus(sentinel)).toBe('ready');
     await sentinel.close();
     expect(clientStatus(sentinel)).toBe('end');
@@ -102,7 +90,7 @@ describeWithSentinel('RedisStore on a node-redis Sentinel client (createSentinel
       window: '1h',
     });
     expect((await limiter.consume('k')).allowed).toBe(true);
-    await onMaster(async (master) => {
+    await deployment.onMaster(async (master) => {
       await master.call('FUNCTION', 'FLUSH');
       await master.call('SCRIPT', 'FLUSH');
     });

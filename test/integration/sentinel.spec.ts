@@ -1,6 +1,5 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import Redis from 'ioredis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
 import {
   LimiterRegistry,
@@ -62,17 +61,6 @@ describeWithSentinel('Redis Sentinel: decisions on the master the sentinels name
     name: deployment.name,
   });
 
-  /** A direct client on whatever the sentinels call the master now. */
-  const onMaster = async <T>(work: (master: Redis) => Promise<T>): Promise<T> => {
-    const { host, port } = await deployment.masterAddress();
-    const master = new Redis({ host, port, maxRetriesPerRequest: 1 });
-    try {
-      return await work(master);
-    } finally {
-      master.disconnect();
-    }
-  };
-
   it('RedisStore on an ioredis Sentinel client admits exactly 5 of 30 concurrent at limit 5', async () => {
     const client = await deployment.createClient();
     const prefix = uniquePrefix('sentinel');
@@ -88,7 +76,7 @@ describeWithSentinel('Redis Sentinel: decisions on the master the sentinels name
     expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
     expect(decisions.every((d) => d.failure === undefined)).toBe(true);
     // The state is on the master itself.
-    expect(await onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
+    expect(await deployment.onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
     client.disconnect();
   });
 
@@ -126,7 +114,7 @@ describeWithSentinel('Redis Sentinel: decisions on the master the sentinels name
       expect(connection.kind).toBe('redis');
       const { port } = await deployment.masterAddress();
       expect(remotePort(connection.client)).toBe(port);
-      expect(await onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
+      expect(await deployment.onMaster((master) => master.keys(`${prefix}*`))).not.toHaveLength(0);
       await moduleRef.close();
       expect(connection.client?.status).toBe('end');
     },

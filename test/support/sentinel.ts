@@ -45,6 +45,8 @@ export interface StartedRedisSentinel {
   readonly servers: readonly HostPort[];
   /** What the sentinels report as the master now (asks each running sentinel; majority). */
   masterAddress(): Promise<HostPort>;
+  /** Runs `work` on a direct client to whatever the sentinels call the master now, then closes it. */
+  onMaster<T>(work: (master: Redis) => Promise<T>): Promise<T>;
   /**
    * An ioredis client through the sentinels, resolved once 'ready'. Defaults (overridable):
    * `connectTimeout: 2000`, `maxRetriesPerRequest: 1`. Clients still open at stop() are
@@ -149,6 +151,15 @@ export async function startRedisSentinel(
       sentinels: sentinelAddresses,
       servers: servers.map((s) => ({ host: HOST, port: s.port })),
       masterAddress,
+      async onMaster<T>(work: (master: Redis) => Promise<T>): Promise<T> {
+        const { host, port } = await masterAddress();
+        const master = new Redis({ host, port, maxRetriesPerRequest: 1 });
+        try {
+          return await work(master);
+        } finally {
+          master.disconnect();
+        }
+      },
       async createClient(clientOptions: RedisOptions = {}): Promise<Redis> {
         const client = new Redis({
           sentinels: sentinelAddresses.map((s) => ({ ...s })),
