@@ -75,7 +75,8 @@ export interface BlockOptions {
   /**
    * When a lockout starts, forget the key's count too, so that once it ends the caller starts
    * over from a full budget (as @nestjs/throttler's `blockDuration` does). Default false: the
-   * budget still refuses until its window frees.
+   * budget still refuses until its window frees. Only for a policy with one limit. Receipts of
+   * spends made before the lockout refund and adjust nothing afterwards (their count is gone).
    */
   readonly restart?: boolean;
 }
@@ -280,6 +281,21 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     );
   }
   const block = policy.block === undefined ? undefined : resolveBlock(policy.block);
+  if (block !== undefined && algorithm === 'concurrency') {
+    // A lockout that forgot the count would free leases still held; one that did not would only
+    // refuse callers the leases already refuse.
+    throw new RangeError(
+      `policy '${name}': policy.block does not apply to a concurrency policy (a lockout must never ` +
+        'free leases still held); stack a rate policy with block beside it (Limiter.consumeAll)',
+    );
+  }
+  if (block?.restart && limits.length > 1) {
+    throw new RangeError(
+      `policy '${name}': policy.block.restart needs a policy with one limit: a lockout that forgot ` +
+        'every limit would let a caller through the longer ones at each lockout end; stack one ' +
+        'policy per limit (Limiter.consumeAll), or drop restart',
+    );
+  }
   const { shadow } = policy;
   if (shadow !== undefined && typeof shadow !== 'boolean') {
     throw new TypeError(`policy.shadow must be true or false; got ${JSON.stringify(shadow)}`);

@@ -55,6 +55,8 @@ const OPTIONS: ReadonlySet<string> = new Set(['clock', 'sweepIntervalMs', 'maxKe
 interface Entry {
   value: unknown;
   expiresAt: number;
+  /** The instant of the operation that used it last (see {@link MemoryStore.forgottenThrough}). */
+  usedAt: number;
 }
 
 /** A caller key's refund ledger, as `lua/lib/refund-frame.lua` keeps it in Redis. */
@@ -113,6 +115,16 @@ export class MemoryStore implements Store {
   private readonly sweepIntervalMs: number;
   private readonly maxKeys: number;
   private nextSweepAt = 0;
+  /** The current operation's instant: what {@link write} and {@link touch} stamp as `usedAt`. */
+  private usedAt = 0;
+  /**
+   * The latest `usedAt` of the entries forgotten under `maxKeys` (-Infinity: none). A spend at or
+   * before it may have had its count forgotten, so it refunds and adjusts nothing: its caller
+   * already starts again from a full budget. (Under LRU, an entry used at or after a spend is
+   * forgotten only once the store has turned over since; a key used again since is the rare
+   * receipt refused that could have refunded.)
+   */
+  private forgottenThrough = -Infinity;
 
   constructor(options: MemoryStoreOptions = {}) {
     for (const name of Object.keys(options ?? {})) {
@@ -236,7 +248,11 @@ export class MemoryStore implements Store {
       const ledger = this.live(ledgerName, now) as Ledger | undefined;
       const adjusted = spendId && ledger ? adjustedCost(ledger, spendId, at) : undefined;
       // (an adjusted spend is not adjusted again)
-      if ((target !== undefined && adjusted) || settled(ledger, request, k, now, lifetime))
+      if (
+        (target !== undefined && adjusted) ||
+        at <= this.forgottenThrough ||
+        settled(ledger, request, k, now, lifetime)
+      )
         continue;
       const current = adjusted?.cost ?? request.cost;
       const up = target !== undefined && target > current;
@@ -288,22 +304,37 @@ export class MemoryStore implements Store {
     const now = this.now();
     const lifetime = stateLifetimeMs(request.algorithm, request.limits);
     for (const key of request.keys) {
-      const ledgerName = ledgerKey('', key, request.policy);
-      // The ledger outlives every state it wipes (a clock behind can have written later expiries).
-      let expiresAt = Math.max(now + lifetime, this.entries.get(ledgerName)?.expiresAt ?? 0);
-      request.limits.forEach((_, l) => {
-        const name = storageKey('', key, request.policy, l);
-        expiresAt = Math.max(expiresAt, this.entries.get(name)?.expiresAt ?? 0);
-        this.entries.delete(name);
-      });
+      this.forgetCount(key, request.policy, request.limits.length, now, lifetime);
       this.entries.delete(blockKey('', key, request.policy)); // whatever the policy says now
-      const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
-        refunded: new Map<string, number>(),
-      };
-      ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
-      this.write(ledgerName, ledger, expiresAt);
     }
     return Promise.resolve();
+  }
+
+  /**
+   * Forgets a caller key's count under every limit and moves its reset mark, so that receipts of
+   * spends made before refund and adjust nothing (a reset, a lockout's `restart`); mirrors
+   * `lua/reset/reset.lua` and forgetCount in `lua/lib/decide.lua`.
+   */
+  private forgetCount(
+    key: string,
+    policy: string,
+    limitCount: number,
+    now: number,
+    lifetime: number,
+  ): void {
+    const ledgerName = ledgerKey('', key, policy);
+    // The ledger outlives every state it wipes (a clock behind can have written later expiries).
+    let expiresAt = Math.max(now + lifetime, this.entries.get(ledgerName)?.expiresAt ?? 0);
+    for (let l = 0; l < limitCount; l++) {
+      const name = storageKey('', key, policy, l);
+      expiresAt = Math.max(expiresAt, this.entries.get(name)?.expiresAt ?? 0);
+      this.entries.delete(name);
+    }
+    const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
+      refunded: new Map<string, number>(),
+    };
+    ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
+    this.write(ledgerName, ledger, expiresAt);
   }
 
   /** `{ resetMarks }` of a spend on the request's keys, or nothing when no key was ever reset. */
@@ -346,6 +377,7 @@ export class MemoryStore implements Store {
       now = seen;
       parts = requests.map((request) => this.judge(request, now, spendId));
     }
+    this.usedAt = now;
     // Waits judged at `now`, counted from the clock's reading.
     const behind = (ms: number) => (ms > 0 ? ms + now - clockNow : 0);
     let refusingIndex = -1;
@@ -373,9 +405,11 @@ export class MemoryStore implements Store {
               forgetAt: until + block!.forgetAfterMs,
             };
             this.write(name, lockout, lockout.forgetAt);
-            // `restart`: the lockout forgets the key's count (see settleBlocks in decide.lua).
-            if (block!.restart)
-              limits.forEach((_, l) => this.entries.delete(storageKey('', key, policy, l)));
+            // `restart`: the lockout forgets the key's count (see forgetCount in decide.lua).
+            if (block!.restart) {
+              const lifetime = stateLifetimeMs(requests[r]!.algorithm, limits);
+              this.forgetCount(key, policy, limits.length, now, lifetime);
+            }
           }
         }
       }
@@ -545,8 +579,10 @@ export class MemoryStore implements Store {
     return algorithm.owns(value) ? value : undefined;
   }
 
+  /** The clock's reading, which every write and touch of the operation stamps as `usedAt`. */
   private now(): number {
-    return Math.floor(this.clock());
+    this.usedAt = Math.floor(this.clock());
+    return this.usedAt;
   }
 
   /**
@@ -556,11 +592,12 @@ export class MemoryStore implements Store {
    */
   private write(name: string, value: unknown, expiresAt: number): void {
     this.entries.delete(name);
-    this.entries.set(name, { value, expiresAt });
+    this.entries.set(name, { value, expiresAt, usedAt: this.usedAt });
     if (this.entries.size <= this.maxKeys) return;
     let forget = Math.ceil(this.maxKeys / 100);
-    for (const old of this.entries.keys()) {
+    for (const [old, entry] of this.entries) {
       this.entries.delete(old);
+      this.forgottenThrough = Math.max(this.forgottenThrough, entry.usedAt);
       if (--forget === 0) break;
     }
   }
@@ -569,6 +606,7 @@ export class MemoryStore implements Store {
   private touch(name: string): void {
     const entry = this.entries.get(name);
     if (!entry) return;
+    entry.usedAt = this.usedAt;
     this.entries.delete(name);
     this.entries.set(name, entry);
   }

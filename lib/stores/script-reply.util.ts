@@ -1,3 +1,4 @@
+import { stateLifetimeMs } from './state-lifetime.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
 /* What the store sends to its scripts and reads back from them. */
@@ -64,14 +65,15 @@ export function replyLength(request: SpendRequest): number {
 /**
  * A request's limits as script arguments: L, then limit, window ms and burst per limit. For a
  * decision (`withBlock`) of a policy with a lockout, L is sent as 'L:duration:factor:max:forget'
- * (then ':1' when a lockout restarts the count; see readRules in lua/lib/decide.lua), so other
+ * (then ':lifetime', the policy's longest state in ms, when a lockout restarts the count: the
+ * ledger's reset mark must outlive every receipt it voids; see readRules in lua/lib/decide.lua), so other
  * policies pay nothing for it.
  */
 export function limitArgs(request: SpendRequest, withBlock = false): Array<number | string> {
   const { block } = request;
   const args: Array<number | string> = [
     withBlock && block !== undefined
-      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? ':1' : ''}`
+      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? `:${stateLifetimeMs(request.algorithm, request.limits)}` : ''}`
       : request.limits.length,
   ];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);

@@ -95,6 +95,28 @@ local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, b
   return fits, remaining, binding, wait, refusing, blockedUntil
 end
 
+-- Whether a write called with redis.pcall was refused (out of memory: Redis answered an error).
+local function refusedWrite(reply)
+  return type(reply) == 'table' and reply.err ~= nil
+end
+
+--[[
+`restart` (block[5]: the policy's lifetime ms): the lockout forgets caller key k's count, so the
+caller starts over when it ends. Like a reset (see reset/reset.lua), it first moves the key's reset
+mark, so receipts of spends made before it refund and adjust nothing; without the mark (out of
+memory) the count stays.
+]]
+local function forgetCount(base, keyCount, limitCount, k, lifetime)
+  local ledger = KEYS[base + keyCount * limitCount + k]
+  -- The ledger outlives every state it wipes (a clock behind can have written later expiries).
+  local expireAt = math.max(now + lifetime + offset, rcall('PEXPIRETIME', ledger))
+  for l = 1, limitCount do expireAt = math.max(expireAt, rcall('PEXPIRETIME', KEYS[base + (k - 1) * limitCount + l])) end
+  local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
+  if refusedWrite(redis.pcall('ZADD', ledger, mark, 'reset')) then return end
+  rcall('PEXPIREAT', ledger, expireAt)
+  for l = 1, limitCount do rcall('DEL', KEYS[base + (k - 1) * limitCount + l]) end
+end
+
 -- After judgeBlocks: lockout ends count in resetAfter; a refused spend writes the new lockouts.
 local function settleBlocks(block, base, keyCount, limitCount, allowed, spend, resetAfter, resetUnspent)
   local blockBase = base + keyCount * (limitCount + 1)
@@ -105,12 +127,12 @@ local function settleBlocks(block, base, keyCount, limitCount, allowed, spend, r
       if ends - now > resetUnspent then resetUnspent = ends - now end
     end
     if new > 0 and spend and not allowed then
+      -- Out of memory, Redis refuses the lockout (and the mark): the refusal stands all the same;
+      -- what is lost is the lockout and its escalation, and a restart forgets nothing without them.
       local forgetAt = ends + block[4]
-      rcall('SET', KEYS[blockBase + k], string.format('%d:%d:%d', ends, new, forgetAt), 'PXAT', forgetAt + offset)
-      if block[5] then
-        -- `restart`: the lockout forgets the key's count, so the caller starts over when it ends.
-        for l = 1, limitCount do rcall('DEL', KEYS[base + (k - 1) * limitCount + l]) end
-      end
+      local locked = redis.pcall('SET', KEYS[blockBase + k], string.format('%d:%d:%d', ends, new, forgetAt), 'PXAT',
+        forgetAt + offset)
+      if block[5] and not refusedWrite(locked) then forgetCount(base, keyCount, limitCount, k, block[5]) end
     end
   end
   return resetAfter, resetUnspent
@@ -202,16 +224,17 @@ end
 
 --[[
 Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. A
-policy with a lockout sends L as 'L:duration:factor:max:forgetAfter' (rules.block).
+policy with a lockout sends L as 'L:duration:factor:max:forgetAfter', then ':lifetime' (the policy's
+longest state, ms) when a lockout restarts the count (rules.block; block[5] is false without).
 ]]
 local function readRules(at)
   local spec = ARGV[at]
   local limitCount = SMALL[spec]
   local block
   if not limitCount then
-    local l, d, f, m, g, r = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+):?(1?)$')
+    local l, d, f, m, g, r = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+):?(%d*)$')
     if l then
-      limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g), r == '1' }
+      limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g), tonumber(r) or false }
     else
       limitCount = tonumber(spec)
     end
