@@ -66,6 +66,8 @@ interface Ledger {
   /** The last reset's mark (see `lua/reset/reset.lua`). */
   resetMark?: number;
   floor?: number;
+  /** The longest policy lifetime it was written with: ids are pruned by it (see `remember`). */
+  lifetime?: number;
 }
 
 /** A caller key's lockout, as `lua/lib/decide.lua` keeps it in Redis ('until:duration:forgetAt'). */
@@ -92,7 +94,7 @@ interface LockoutJudgement {
 const DAY_MS = 86_400_000;
 
 /** At most this many refunded ids per caller key (older ones raise the floor). */
-const LEDGER_CAP = 126;
+const LEDGER_CAP = 125;
 
 /**
  * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,
@@ -286,7 +288,7 @@ export class MemoryStore implements Store {
       remember(marked, target === undefined ? spendId : `${spendId}=${target}`, at, now, lifetime);
       // As long as the spend can weigh (its `at` may be ahead of a clock that stepped back),
       // never shorter than before.
-      const expiresAt = Math.max(now, at) + lifetime;
+      const expiresAt = Math.max(now, at) + marked.lifetime!;
       this.write(
         ledgerName,
         marked,
@@ -651,7 +653,11 @@ function adjustedCost(
   return undefined;
 }
 
-/** Records a refunded spend; prunes ids past the lifetime and trims to the cap (raising the floor). */
+/**
+ * Records a refunded spend; prunes ids past the longest lifetime the ledger was written with (never
+ * by the limits one receipt names: see `remember` in `lua/lib/refund-frame.lua`) and trims to the
+ * cap (raising the floor).
+ */
 function remember(
   ledger: Ledger,
   spendId: string,
@@ -659,9 +665,10 @@ function remember(
   now: number,
   lifetime: number,
 ): void {
+  ledger.lifetime = Math.max(lifetime, ledger.lifetime ?? 0);
   ledger.refunded.set(spendId, at);
   for (const [id, instant] of ledger.refunded) {
-    if (instant < now - lifetime) ledger.refunded.delete(id);
+    if (instant < now - ledger.lifetime) ledger.refunded.delete(id);
   }
   if (ledger.refunded.size <= LEDGER_CAP) return;
   const oldest = [...ledger.refunded].sort(([, a], [, b]) => a - b);

@@ -15,14 +15,16 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
 
 Each caller key also has a ledger (a sorted set, same hash tag): the ids of spends already
 refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset's
-mark, see reset/reset.lua) and `floor` (the latest instant of ids trimmed from a full ledger). A
+mark, see reset/reset.lua), `floor` (the latest instant of ids trimmed from a full ledger) and `life`
+(scored by the longest policy lifetime it was written with: ids are pruned by it, never by the
+limits a receipt names). A
 spend gives nothing back when it is older than the policy's lifetime, not on a key reset since
 (its receipt keeps the key's mark when it was charged: a reset since moved it; no clock is
 compared, so a reset in the same millisecond as the spend, before or after it, is told apart), not
 at or below the floor, and not twice (however many copies of its receipt come back). An adjusted
 spend is recorded as "<id>=<new cost>" (same score): it is adjusted at most once, and a refund
 after it gives back the new cost (then the member becomes "<id>"). The ledger keeps only ids within the lifetime,
-at most 126 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
+at most 125 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
 not recorded. A refund writes nothing when it gives nothing back; an adjustment is always recorded
 (so a copy of its receipt, or a later refund, knows it).
@@ -37,7 +39,7 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
 Return number of (key, limit) states that gave something back (or were charged)
 ]]
-local LEDGER_CAP = 126 -- with the two markers, at most 128 entries: Redis keeps it a compact listpack
+local LEDGER_CAP = 125 -- with the three markers, at most 128 entries: Redis keeps it a compact listpack
 
 -- What the ledger holds of spend `spendId` at `at`, from one read of the members scored by that
 -- instant: whether it was refunded ("<id>"), and if it was adjusted its new cost and member.
@@ -64,20 +66,27 @@ local function settled(ledger, k, at, lifetime, limitCount, refunded)
   return floor ~= nil and at <= floor -- older than what the ledger still remembers
 end
 
+local MARKERS = { reset = true, floor = true, life = true }
+
 local function remember(ledger, at, lifetime, member)
-  local markers = rcall('ZMSCORE', ledger, 'reset', 'floor')
+  local markers = rcall('ZMSCORE', ledger, 'reset', 'floor', 'life')
+  -- Ids are pruned by the longest lifetime the ledger was ever written with, never by the one a
+  -- receipt names: a receipt of an older configuration with shorter windows (or an edited one)
+  -- would otherwise forget ids that still count, and their copies would refund again.
+  local life = math.max(lifetime, tonumber(markers[3]) or 0)
   rcall('ZADD', ledger, at, member)
-  rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - lifetime))
+  rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - life))
   -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows).
   if markers[1] then rcall('ZADD', ledger, markers[1], 'reset') end
   if markers[2] then rcall('ZADD', ledger, markers[2], 'floor') end
+  rcall('ZADD', ledger, life, 'life')
   if rcall('ZCARD', ledger) > LEDGER_CAP then
     -- The oldest ids go; the floor rises to the latest of them.
-    local extra = rcall('ZCARD', ledger) - LEDGER_CAP - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
-    local oldest = rcall('ZRANGE', ledger, 0, extra + 1, 'WITHSCORES')
+    local extra = rcall('ZCARD', ledger) - LEDGER_CAP - 1 - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
+    local oldest = rcall('ZRANGE', ledger, 0, extra + 2, 'WITHSCORES')
     local floor
     for i = 1, #oldest, 2 do
-      if extra > 0 and oldest[i] ~= 'reset' and oldest[i] ~= 'floor' then
+      if extra > 0 and not MARKERS[oldest[i]] then
         rcall('ZREM', ledger, oldest[i])
         floor, extra = oldest[i + 1], extra - 1
       end
@@ -86,7 +95,7 @@ local function remember(ledger, at, lifetime, member)
   end
   -- As long as the spend can weigh (its `at` may be ahead of a clock that stepped back), never
   -- shorter than before.
-  local expireAt = math.max(now, at) + lifetime + offset
+  local expireAt = math.max(now, at) + life + offset
   if rcall('PEXPIRETIME', ledger) < expireAt then rcall('PEXPIREAT', ledger, expireAt) end
 end
 
