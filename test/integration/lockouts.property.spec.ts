@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { ALGORITHMS, type BlockOptions, type Decision, Limiter } from '../../lib';
+import { ALGORITHMS, type BlockOptions, type Decision, Limiter, type Receipt } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 import { limitsFor } from '../support/limits.arbitrary';
 
@@ -9,7 +9,8 @@ const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 40);
 
 type Command =
   | { kind: 'consume' | 'peek'; keys: string[]; cost: number }
-  | { kind: 'refund'; pick: number }
+  | { kind: 'refund'; pick: number; copy: boolean }
+  | { kind: 'adjust'; pick: number; cost: number; copy: boolean }
   | { kind: 'reset'; key: string }
   | { kind: 'advance'; ms: number }
   | { kind: 'to-lockout-end'; before: boolean };
@@ -23,7 +24,25 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       cost: fc.integer({ min: 1, max: 2 }),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('refund' as const), pick: fc.nat() }) },
+  // Receipts refunded or adjusted as they were returned, or as JSON copies (from before a
+  // lockout, a restart or a reset, too).
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('refund' as const),
+      pick: fc.nat(),
+      copy: fc.boolean(),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('adjust' as const),
+      pick: fc.nat(),
+      cost: fc.integer({ min: 0, max: 3 }),
+      copy: fc.boolean(),
+    }),
+  },
   {
     weight: 1,
     arbitrary: fc.record({ kind: fc.constant('reset' as const), key: fc.constantFrom(...KEYS) }),
@@ -47,7 +66,10 @@ const block: fc.Arbitrary<BlockOptions> = fc.record({
   factor: fc.constantFrom(1, 1.5, 2, 3),
   max: fc.integer({ min: 2_000, max: 6_000 }),
   forgetAfter: fc.integer({ min: 100, max: 5_000 }),
+  restart: fc.boolean(),
 });
+
+const copyOf = (receipt: Receipt): Receipt => JSON.parse(JSON.stringify(receipt)) as Receipt;
 
 const view = (d: Decision) => ({
   allowed: d.allowed,
@@ -60,7 +82,7 @@ const view = (d: Decision) => ({
 });
 
 describe.each(ALGORITHMS)('%s with block: every store decides alike', (algorithm) => {
-  it('on random sequences of consume / peek / refund / reset / clock advance', async () => {
+  it('on random sequences of consume / peek / refund / adjust / reset / clock advance, restart or not', async () => {
     const property = fc.asyncProperty(
       limitsFor(algorithm),
       block,
@@ -68,7 +90,13 @@ describe.each(ALGORITHMS)('%s with block: every store decides alike', (algorithm
       async (limits, lockout, commands) => {
         const clock = new TestClock();
         clock.advance(123);
-        const policy = { name: 'locks', algorithm, limits, block: lockout };
+        // (restart takes a policy with one limit)
+        const policy = {
+          name: 'locks',
+          algorithm,
+          limits,
+          block: { ...lockout, restart: lockout.restart === true && limits.length === 1 },
+        };
         const limiters = stores.map((backend) => new Limiter(backend.store(clock), policy));
         const spent: Decision[][] = [];
         let lockoutEnd = 0;
@@ -78,10 +106,14 @@ describe.each(ALGORITHMS)('%s with block: every store decides alike', (algorithm
           } else if (cmd.kind === 'to-lockout-end') {
             const to = lockoutEnd - (cmd.before ? 1 : 0);
             if (to > clock.now) clock.now = to;
-          } else if (cmd.kind === 'refund') {
+          } else if (cmd.kind === 'refund' || cmd.kind === 'adjust') {
             const target = spent[cmd.pick % Math.max(1, spent.length)];
             if (!target) continue;
-            for (const [i, limiter] of limiters.entries()) await limiter.refund(target[i]!);
+            for (const [i, limiter] of limiters.entries()) {
+              const receipt = cmd.copy ? copyOf(target[i]!.receipt) : target[i]!;
+              if (cmd.kind === 'refund') await limiter.refund(receipt);
+              else await limiter.adjust(receipt, Math.min(cmd.cost, limiter.policy.maxCost));
+            }
           } else if (cmd.kind === 'reset') {
             for (const limiter of limiters) await limiter.reset(cmd.key);
           } else {
