@@ -415,8 +415,15 @@ export class MemoryStore implements Store {
           }
         }
       }
-      for (const { name, evaluation } of part.pairs) {
-        resetAfterMs = Math.max(resetAfterMs, behind(evaluation.resetMs(allowed)));
+      // A refusal that starts a `restart` lockout forgets that key's count: its lockout's end
+      // (counted above) is when it is back to a full budget (see settle in decide.lua).
+      const restarting =
+        !allowed && requests[r]!.block?.restart === true ? lockouts?.starts : undefined;
+      const limitCount = requests[r]!.limits.length;
+      for (const [p, { name, evaluation }] of part.pairs.entries()) {
+        const key = restarting && requests[r]!.keys[Math.floor(p / limitCount)];
+        if (!restarting?.some((start) => start.key === key))
+          resetAfterMs = Math.max(resetAfterMs, behind(evaluation.resetMs(allowed)));
         if (allowed && spend) {
           const { state, expiresAt } = evaluation.next();
           this.write(name, state, expiresAt);

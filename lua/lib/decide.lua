@@ -176,12 +176,17 @@ end
 local function settle(model, base, keyCount, limitCount, rules, allowed, spend, unspent)
   local reset, commit = model.reset, model.commit
   local resetAfter, resetUnspent = 0, 0
+  -- A refusal that starts a `restart` lockout forgets that key's count: the key is back to a full
+  -- budget when the lockout ends (settleBlocks counts it), whatever its count said.
+  local restarting = rules.block and rules.block[5] and not allowed
+  local blockBase = base + keyCount * (limitCount + 1)
   for l = 1, limitCount do
     local rule = rules[l]
     for k = 1, keyCount do
       local i = base + (k - 1) * limitCount + l
       local ev = evaluations[i]
-      local ms = reset(ev, allowed, KEYS[i], rule[1], rule[2])
+      local ms = 0
+      if not (restarting and blockNew[blockBase + k] > 0) then ms = reset(ev, allowed, KEYS[i], rule[1], rule[2]) end
       if ms > resetAfter then resetAfter = ms end
       if unspent then
         ms = allowed and reset(ev, false, KEYS[i], rule[1], rule[2]) or ms

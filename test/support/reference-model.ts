@@ -1,4 +1,4 @@
-import type { Algorithm, LimitRule } from '../../lib';
+import type { Algorithm, BlockRule, LimitRule } from '../../lib';
 
 /** What the model decides; the fields every store must reproduce exactly. */
 export interface ModelDecision {
@@ -6,6 +6,16 @@ export interface ModelDecision {
   remaining: number;
   retryAfterMs: number;
   resetAfterMs: number;
+  /** With a lockout policy: the latest lockout end holding the call back or started by it. */
+  blockedUntil?: number;
+}
+
+/** A caller key's lockout, as abuse-controls.md describes it. */
+interface ModelLockout {
+  until: number;
+  duration: number;
+  /** Strikes are remembered while `forgetAt > now`. */
+  forgetAt: number;
 }
 
 /** One allowed spend, as the model remembers it. */
@@ -46,24 +56,37 @@ export class ReferenceModel {
   private readonly log: ModelSpend[] = [];
   private buckets = new Map<string, Bucket>();
   private readonly resets = new Map<string, number>();
+  private lockouts = new Map<string, ModelLockout>();
 
   /**
    * @param waits false: leave retryAfterMs and resetAfterMs at 0 (they are found by stepping the
    *   clock one ms at a time: too slow for windows of days)
+   * @param block a lockout policy (abuse-controls.md): a key out of budget is locked out by the
+   *   consume it refuses, for `durationMs`, or while its last lockout is remembered that one's
+   *   length × factor within [durationMs, maxMs]; a locked key refuses until the lockout ends;
+   *   `restart` forgets the key's count when the lockout starts, as a reset does
    */
   constructor(
     private readonly algorithm: Algorithm,
     private readonly limits: readonly LimitRule[],
     private readonly waits = true,
+    private readonly block?: BlockRule,
   ) {}
 
   /** What consume would decide now (its `remaining` and `resetAfterMs` as if spent); changes nothing. */
   peek(keys: string[], cost: number, now: number): ModelDecision {
     const logLength = this.log.length;
+    const live = this.log.map((spend) => new Set(spend.live));
     const buckets = new Map([...this.buckets].map(([id, bucket]) => [id, { ...bucket }]));
+    const resets = new Map(this.resets);
+    const lockouts = new Map(this.lockouts);
     const { decision } = this.consume(keys, cost, now);
     this.log.length = logLength;
+    this.log.forEach((spend, i) => (spend.live = live[i]!));
     this.buckets = buckets;
+    this.resets.clear();
+    for (const [key, n] of resets) this.resets.set(key, n);
+    this.lockouts = lockouts;
     return decision;
   }
 
@@ -73,6 +96,15 @@ export class ReferenceModel {
     now: number,
   ): { decision: ModelDecision; spend?: ModelSpend } {
     const keySet = [...new Set(keys)];
+    if (this.block) return this.consumeBlocked(keySet, cost, now, this.block);
+    return this.consumeUnblocked(keySet, cost, now);
+  }
+
+  private consumeUnblocked(
+    keySet: string[],
+    cost: number,
+    now: number,
+  ): { decision: ModelDecision; spend?: ModelSpend } {
     const allowed = this.fits(keySet, cost, now);
     let spend: ModelSpend | undefined;
     if (allowed) {
@@ -105,13 +137,88 @@ export class ReferenceModel {
     };
   }
 
-  /** An admin reset: the keys' state is gone; spends before it refund nothing on those keys. */
+  /**
+   * consume() under a lockout policy. Each key: locked out now → refuses until its end; else out of
+   * budget → refuses, and the refusal locks it out (a refused consume writes it; a peek only
+   * reports it). retryAfterMs is the first instant at which no key is locked out and every key's
+   * budget fits (after a restart, from the forgotten count); remaining is 0 while a key is locked
+   * out; resetAfterMs also waits for every lockout involved to end.
+   */
+  private consumeBlocked(
+    keySet: string[],
+    cost: number,
+    now: number,
+    block: BlockRule,
+  ): { decision: ModelDecision; spend?: ModelSpend } {
+    let held = false;
+    const starts: Array<{ key: string; duration: number }> = [];
+    const ends: number[] = [];
+    for (const key of keySet) {
+      const stored = this.lockouts.get(key);
+      const remembered = stored && stored.forgetAt > now ? stored : undefined;
+      if (remembered && remembered.until > now) {
+        held = true;
+        ends.push(remembered.until);
+      } else if (!this.fits([key], cost, now)) {
+        const duration = remembered
+          ? Math.max(
+              block.durationMs,
+              Math.min(Math.floor(remembered.duration * block.factor), block.maxMs),
+            )
+          : block.durationMs;
+        starts.push({ key, duration });
+        ends.push(now + duration);
+      }
+    }
+    if (!held && starts.length === 0) return this.consumeUnblocked(keySet, cost, now);
+    let remaining = Infinity;
+    for (const key of keySet) {
+      for (const [l, rule] of this.limits.entries())
+        remaining = Math.min(remaining, this.room(key, l, rule, now));
+    }
+    if (held) remaining = 0;
+    for (const { key, duration } of starts) {
+      this.lockouts.set(key, {
+        until: now + duration,
+        duration,
+        forgetAt: now + duration + block.forgetAfterMs,
+      });
+      if (block.restart) this.forget(key);
+    }
+    const unlocked = (t: number) =>
+      keySet.every((key) => (this.lockouts.get(key)?.until ?? 0) <= t);
+    const retryAfterMs = this.firstInstant((t) => unlocked(t) && this.fits(keySet, cost, t), now);
+    const resetAfterMs = this.firstInstant(
+      (t) =>
+        unlocked(t) &&
+        keySet.every((key) => this.limits.every((rule, l) => this.used(key, l, rule, t) === 0)),
+      now,
+      0,
+    );
+    return {
+      decision: {
+        allowed: false,
+        remaining: Math.max(0, remaining),
+        retryAfterMs,
+        resetAfterMs,
+        blockedUntil: Math.max(...ends),
+      },
+    };
+  }
+
+  /** An admin reset: the keys' state and lockouts are gone; spends before it refund nothing on those keys. */
   reset(keys: string[]): void {
     for (const key of new Set(keys)) {
-      this.resets.set(key, (this.resets.get(key) ?? 0) + 1);
-      for (const spend of this.log) spend.live.delete(key);
-      this.limits.forEach((_, l) => this.buckets.delete(`${key}/${l}`));
+      this.forget(key);
+      this.lockouts.delete(key);
     }
+  }
+
+  /** The key's count is forgotten (a reset, a restart lockout): spends before it refund nothing there. */
+  private forget(key: string): void {
+    this.resets.set(key, (this.resets.get(key) ?? 0) + 1);
+    for (const spend of this.log) spend.live.delete(key);
+    this.limits.forEach((_, l) => this.buckets.delete(`${key}/${l}`));
   }
 
   refund(spend: ModelSpend, now: number): void {
@@ -284,7 +391,8 @@ export class ReferenceModel {
   private firstInstant(ok: (t: number) => boolean, now: number, from = 1): number {
     if (!this.waits) return 0;
     const horizon =
-      3 * Math.max(...this.limits.map((r) => Math.ceil((r.burst / r.limit) * r.windowMs)));
+      3 * Math.max(...this.limits.map((r) => Math.ceil((r.burst / r.limit) * r.windowMs))) +
+      (this.block?.maxMs ?? 0);
     for (let d = from; d <= horizon; d++) if (ok(now + d)) return d;
     throw new Error('reference model: no instant found within the horizon');
   }
