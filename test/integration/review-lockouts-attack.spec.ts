@@ -1,0 +1,73 @@
+/**
+ * Attacks on the lockout-restart / forgotten-count change (review of 217d545). Each test is an
+ * attack that got through: it fails until the hole is fixed.
+ */
+import { Limiter, MemoryStore } from '../../lib';
+import { TestClock } from '../support/backends';
+
+const SECOND = 1_000;
+
+describe('MemoryStore maxKeys eviction × a clock that stepped back', () => {
+  it('a refused consume at an earlier reading lowers the entry’s usedAt: receipts of spends forgotten with it refund into the fresh count', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 20 });
+    const limiter = new Limiter(store, {
+      name: 'evict',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    clock.advance(10 * SECOND);
+    const inFlight = [];
+    for (let i = 0; i < 5; i++) inFlight.push(await limiter.consume('victim'));
+    expect(inFlight.every((d) => d.allowed)).toBe(true);
+    clock.advance(-9 * SECOND); // the clock steps back (same window)
+    // A refused consume "uses" the victim's entry at the earlier reading.
+    expect((await limiter.consume('victim')).allowed).toBe(false);
+    // A flood pushes the victim's state out (documented: a full budget again).
+    for (let i = 0; i < 100; i++) await limiter.consume(`flood:${i}`);
+    let admitted = 0;
+    for (let i = 0; i < 5; i++) if ((await limiter.consume('victim')).allowed) admitted++;
+    expect(admitted).toBe(5);
+    // The receipts of the forgotten spends must refund nothing into the fresh count.
+    for (const decision of inFlight) await limiter.refund(decision);
+    for (let i = 0; i < 5; i++) if ((await limiter.consume('victim')).allowed) admitted++;
+    expect(admitted).toBe(5); // observed: 10 (the old receipts emptied the fresh count)
+  });
+});
+
+describe('MemoryStore maxKeys eviction: spends made after the eviction', () => {
+  it('the clock steps back after an eviction: a spend made afterwards (never forgotten) refunds nothing', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 200 });
+    const limiter = new Limiter(store, {
+      name: 'evict',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    clock.advance(10 * SECOND);
+    for (let i = 0; i < 250; i++) await limiter.consume(`flood:${i}`); // evictions
+    clock.advance(-5 * SECOND); // the clock steps back (same window)
+    const spent = await limiter.consume('fresh');
+    expect(spent.allowed).toBe(true);
+    await limiter.refund(spent);
+    expect((await limiter.peek('fresh')).remaining).toBe(4); // observed: 3 (the refund was lost)
+  });
+
+  it('an eviction in the same millisecond as a later spend: the spend (never forgotten) refunds nothing', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 200 });
+    const limiter = new Limiter(store, {
+      name: 'evict',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    for (let i = 0; i < 250; i++) await limiter.consume(`flood:${i}`); // evictions at this instant
+    const spent = await limiter.consume('fresh'); // after them, same millisecond
+    expect(spent.allowed).toBe(true);
+    await limiter.refund(spent);
+    expect((await limiter.peek('fresh')).remaining).toBe(4); // observed: 3 (the refund was lost)
+  });
+});
