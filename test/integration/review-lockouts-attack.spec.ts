@@ -3,7 +3,9 @@
  * attack that got through: it fails until the hole is fixed.
  */
 import { Limiter, MemoryStore } from '../../lib';
-import { TestClock } from '../support/backends';
+import { backends, TestClock } from '../support/backends';
+
+const stores = backends('review-lockouts-attack');
 
 const SECOND = 1_000;
 
@@ -33,6 +35,30 @@ describe('MemoryStore maxKeys eviction × a clock that stepped back', () => {
     for (const decision of inFlight) await limiter.refund(decision);
     for (let i = 0; i < 5; i++) if ((await limiter.consume('victim')).allowed) admitted++;
     expect(admitted).toBe(5); // observed: 10 (the old receipts emptied the fresh count)
+  });
+  it('restart lockout × eviction × clock stepped back: receipts from before the lockout refund into the fresh count once the ledger (its reset mark) is forgotten', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 20 });
+    const limiter = new Limiter(store, {
+      name: 'restart-evict',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+      block: { duration: '1m', restart: true },
+    });
+    clock.advance(10 * SECOND);
+    const inFlight = [];
+    for (let i = 0; i < 5; i++) inFlight.push(await limiter.consume('victim'));
+    expect((await limiter.consume('victim')).allowed).toBe(false); // restart lockout: mark moved
+    clock.advance(-9 * SECOND); // the clock steps back (same window, still locked out)
+    expect((await limiter.consume('victim')).allowed).toBe(false); // touches ledger and lockout
+    for (let i = 0; i < 100; i++) await limiter.consume(`flood:${i}`); // forgets them
+    let admitted = 0;
+    for (let i = 0; i < 5; i++) if ((await limiter.consume('victim')).allowed) admitted++;
+    expect(admitted).toBe(5); // documented: an evicted lockout and count reopen the budget
+    for (const decision of inFlight) await limiter.refund(decision); // must give nothing back
+    for (let i = 0; i < 5; i++) if ((await limiter.consume('victim')).allowed) admitted++;
+    expect(admitted).toBe(5); // observed: 10
   });
 });
 
@@ -71,3 +97,27 @@ describe('MemoryStore maxKeys eviction: spends made after the eviction', () => {
     expect((await limiter.peek('fresh')).remaining).toBe(4); // observed: 3 (the refund was lost)
   });
 });
+
+describe.each(stores)(
+  '$name store: slot groups × a clock that stepped back (independent of 217d545)',
+  (backend) => {
+    it('a two-slot consume after the clock stepped back across a window edge charges the key without state in the passed window: one more admitted than on one node', async () => {
+      const clock = new TestClock();
+      clock.advance(77);
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'fw',
+        algorithm: 'fixed-window',
+        limit: 2,
+        window: 1_000,
+      });
+      expect((await limiter.consume('c')).allowed).toBe(true); // c counts the window from BASE
+      clock.advance(-78); // back across the window edge
+      // One node: c's state shows the clock has reached BASE, so b is charged there too.
+      expect((await limiter.consume(['b', 'c'])).allowed).toBe(true);
+      clock.advance(2);
+      let admitted = 0;
+      for (let i = 0; i < 3; i++) if ((await limiter.consume('b')).allowed) admitted++;
+      expect(admitted).toBe(1); // observed on the Cluster: 2 (b's charge went to the passed window)
+    });
+  },
+);
