@@ -98,6 +98,31 @@ describe('MemoryStore maxKeys eviction: spends made after the eviction', () => {
   });
 });
 
+describe('MemoryStore maxKeys eviction: adjustments up', () => {
+  it('an adjustment up of a key that was never forgotten is skipped once any other entry used since its spend was evicted: the caller keeps the difference', async () => {
+    const clock = new TestClock();
+    const store = new MemoryStore({ clock: clock.read, maxKeys: 20 });
+    const limiter = new Limiter(store, {
+      name: 'adjust-up',
+      algorithm: 'fixed-window',
+      limit: 10,
+      window: '1h',
+    });
+    const reserved = await limiter.consume('attacker'); // reserves 1 for a job that costs 10
+    expect(reserved.allowed).toBe(true);
+    // Fresh keys turn the store over while the attacker's own key stays in use.
+    for (let i = 0; i < 100; i++) {
+      clock.advance(1);
+      await limiter.consume(`fresh:${i}`);
+      if (i % 5 === 0)
+        expect((await limiter.consume('attacker', { cost: 10 })).allowed).toBe(false);
+    }
+    expect((await limiter.peek('attacker')).remaining).toBe(8); // its count was never forgotten
+    await limiter.adjust(reserved, 10); // the job cost 10
+    expect((await limiter.consume('attacker')).allowed).toBe(false); // observed: allowed (count 1, not 10)
+  });
+});
+
 describe.each(stores)(
   '$name store: slot groups × a clock that stepped back (independent of 217d545)',
   (backend) => {
