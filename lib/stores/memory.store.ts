@@ -7,7 +7,7 @@ import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm'
 import type { SlidingLogState } from './memory/sliding-log.memory';
 import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
-import { nextSpendId } from './spend-id.util';
+import { lastSpendSequence, nextSpendId, spendSequence } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { blockKey, ledgerKey, storageKey } from './storage-key.util';
 import type {
@@ -55,8 +55,11 @@ const OPTIONS: ReadonlySet<string> = new Set(['clock', 'sweepIntervalMs', 'maxKe
 interface Entry {
   value: unknown;
   expiresAt: number;
-  /** The instant of the operation that used it last (see {@link MemoryStore.forgottenThrough}). */
-  usedAt: number;
+  /**
+   * The latest spend sequence issued when the entry was created (see `spend-id.util.ts`): a state
+   * born after a spend is not the one it charged (see {@link MemoryStore.forgotten}).
+   */
+  readonly born: number;
 }
 
 /** A caller key's refund ledger, as `lua/lib/refund-frame.lua` keeps it in Redis. */
@@ -117,16 +120,6 @@ export class MemoryStore implements Store {
   private readonly sweepIntervalMs: number;
   private readonly maxKeys: number;
   private nextSweepAt = 0;
-  /** The current operation's instant: what {@link write} and {@link touch} stamp as `usedAt`. */
-  private usedAt = 0;
-  /**
-   * The latest `usedAt` of the entries forgotten under `maxKeys` (-Infinity: none). A spend at or
-   * before it may have had its count forgotten, so it refunds and adjusts nothing: its caller
-   * already starts again from a full budget. (Under LRU, an entry used at or after a spend is
-   * forgotten only once the store has turned over since; a key used again since is the rare
-   * receipt refused that could have refunded.)
-   */
-  private forgottenThrough = -Infinity;
 
   constructor(options: MemoryStoreOptions = {}) {
     for (const name of Object.keys(options ?? {})) {
@@ -252,7 +245,7 @@ export class MemoryStore implements Store {
       // (an adjusted spend is not adjusted again)
       if (
         (target !== undefined && adjusted) ||
-        at <= this.forgottenThrough ||
+        this.forgotten(request, key) ||
         settled(ledger, request, k, now, lifetime)
       )
         continue;
@@ -295,6 +288,20 @@ export class MemoryStore implements Store {
         Math.max(expiresAt, this.entries.get(ledgerName)?.expiresAt ?? 0),
       );
     }
+  }
+
+  /**
+   * Whether the spend's count on `key` was forgotten since it was charged: a state of the key was
+   * born after the spend (pushed out under `maxKeys`, or reset, and written again). Its receipt then
+   * refunds and adjusts nothing there, as after a reset: else a caller pushed out while attempts
+   * were in flight would get a full budget and its old spends back.
+   */
+  private forgotten(request: RefundRequest, key: string): boolean {
+    const sequence = request.spendId === undefined ? undefined : spendSequence(request.spendId);
+    if (sequence === undefined) return false;
+    return request.limits.some(
+      (_, l) => (this.entries.get(storageKey('', key, request.policy, l))?.born ?? 0) > sequence,
+    );
   }
 
   /** A new MemoryStore, for `failMode: 'memory'` (this store does not fail, but a limiter asks). */
@@ -379,7 +386,6 @@ export class MemoryStore implements Store {
       now = seen;
       parts = requests.map((request) => this.judge(request, now, spendId));
     }
-    this.usedAt = now;
     // Waits judged at `now`, counted from the clock's reading.
     const behind = (ms: number) => (ms > 0 ? ms + now - clockNow : 0);
     let refusingIndex = -1;
@@ -588,10 +594,8 @@ export class MemoryStore implements Store {
     return algorithm.owns(value) ? value : undefined;
   }
 
-  /** The clock's reading, which every write and touch of the operation stamps as `usedAt`. */
   private now(): number {
-    this.usedAt = Math.floor(this.clock());
-    return this.usedAt;
+    return Math.floor(this.clock());
   }
 
   /**
@@ -600,13 +604,13 @@ export class MemoryStore implements Store {
    * would walk over the holes it leaves every time).
    */
   private write(name: string, value: unknown, expiresAt: number): void {
+    const born = this.entries.get(name)?.born ?? lastSpendSequence();
     this.entries.delete(name);
-    this.entries.set(name, { value, expiresAt, usedAt: this.usedAt });
+    this.entries.set(name, { value, expiresAt, born });
     if (this.entries.size <= this.maxKeys) return;
     let forget = Math.ceil(this.maxKeys / 100);
-    for (const [old, entry] of this.entries) {
+    for (const old of this.entries.keys()) {
       this.entries.delete(old);
-      this.forgottenThrough = Math.max(this.forgottenThrough, entry.usedAt);
       if (--forget === 0) break;
     }
   }
@@ -615,7 +619,6 @@ export class MemoryStore implements Store {
   private touch(name: string): void {
     const entry = this.entries.get(name);
     if (!entry) return;
-    entry.usedAt = this.usedAt;
     this.entries.delete(name);
     this.entries.set(name, entry);
   }

@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { ALGORITHMS, type BlockOptions, type Decision, Limiter, type Receipt } from '../../lib';
+import {
+  ALGORITHMS,
+  type BlockOptions,
+  type Decision,
+  Limiter,
+  type LimitOptions,
+  type Receipt,
+} from '../../lib';
 import { backends, TestClock } from '../support/backends';
 import { limitsFor } from '../support/limits.arbitrary';
 import { type ModelSpend, ReferenceModel } from '../support/reference-model';
@@ -69,8 +76,6 @@ const block: fc.Arbitrary<BlockOptions> = fc.record({
   forgetAfter: fc.integer({ min: 100, max: 5_000 }),
   restart: fc.boolean(),
 });
-
-const limitsExample = [{ limit: 2, window: 1_000 }];
 
 const copyOf = (receipt: Receipt): Receipt => JSON.parse(JSON.stringify(receipt)) as Receipt;
 
@@ -176,7 +181,7 @@ describe.each(ALGORITHMS)(
       // Always tried as well: the review's restart scenario (two in flight, a refusal that locks out
       // and forgets the count, a spend after the lockout, then the old receipts refunded).
       const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
-      const review: [typeof limitsExample, BlockOptions, Command[]] = [
+      const review: [LimitOptions[], BlockOptions, Command[]] = [
         [{ limit: 2, window: 1_000, ...(bucket && { burst: 2 }) }],
         { duration: 50, factor: 1, max: 2_000, forgetAfter: 100, restart: true },
         [

@@ -123,10 +123,15 @@ describe('MemoryStore maxKeys eviction: adjustments up', () => {
   });
 });
 
-describe.each(stores)(
-  '$name store: slot groups × a clock that stepped back (independent of 217d545)',
-  (backend) => {
-    it('a two-slot consume after the clock stepped back across a window edge charges the key without state in the passed window: one more admitted than on one node', async () => {
+describe.each(stores)('$name store: slot groups × a clock that stepped back', (backend) => {
+  // Known to fail on the Cluster (older than the lockout work): each slot group moves its own
+  // clock forward to what its state has seen, so a key of a group without state is charged to
+  // the window the clock had already passed. Open: decide later groups at the instant an
+  // earlier one has seen, or compensate and decide again.
+  const onCluster = backend.name.startsWith('cluster');
+  (onCluster ? it.failing : it)(
+    'a two-slot consume after the clock stepped back across a window edge charges the key without state in the passed window: one more admitted than on one node',
+    async () => {
       const clock = new TestClock();
       clock.advance(77);
       const limiter = new Limiter(backend.store(clock), {
@@ -143,6 +148,6 @@ describe.each(stores)(
       let admitted = 0;
       for (let i = 0; i < 3; i++) if ((await limiter.consume('b')).allowed) admitted++;
       expect(admitted).toBe(1); // observed on the Cluster: 2 (b's charge went to the passed window)
-    });
-  },
-);
+    },
+  );
+});
