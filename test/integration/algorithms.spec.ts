@@ -313,4 +313,18 @@ describe('redis store: keys live no longer than their state matters (Redis clock
       expect(ttl).toBeGreaterThan(bound - 60_000); // and not shorter than the state matters
     }
   });
+
+  it.each(BUCKETS)(
+    '%s: the key expires when its backlog has drained, rounded up (3 per 7 s: 2334 ms after a spend of 1)',
+    async (algorithm) => {
+      const store = redis!.store() as RedisStore; // Redis clock: no expiry offset
+      const limiter = new Limiter(store, { name: 'odd', algorithm, limit: 3, window: '7s' });
+      const spent = await limiter.consume('k');
+      expect(spent.allowed).toBe(true);
+      const [key] = await redis!.client!.keys(`${store.prefix}*`);
+      // One token is 7000 units, drained at 3 per ms: 7000 / 3 = 2333.3 ms, so 2334 (2333 would
+      // forget the last third of a millisecond of backlog).
+      expect(await redis!.client!.pexpiretime(key!)).toBe(spent.receipt.at + 2334);
+    },
+  );
 });
