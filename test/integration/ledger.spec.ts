@@ -35,6 +35,33 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
     expect((await limiter.peek('ip:1')).remaining).toBe(5 - 1 - 1);
   });
 
+  it('a copy of a receipt refunded before the ledger trimmed its instant gives nothing (spend at the floor)', async () => {
+    // 300 spends in one millisecond, each refunded: more than the ledger keeps, so the oldest
+    // ids go and the floor becomes that very instant (whatever the ledger's cap). Every one of
+    // these receipts is at the floor, and those whose ids were trimmed are known only by it.
+    // (Once the floor reached the instant, the later of these refunds gave nothing: the safe side.)
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'floor',
+      algorithm: 'fixed-window',
+      limit: 1_000,
+      window: '1h',
+    });
+    const receipts: Receipt[] = [];
+    for (let i = 0; i < 300; i++) {
+      const spent = await limiter.consume('k');
+      expect(spent.allowed).toBe(true);
+      receipts.push(spent.receipt);
+      await limiter.refund(spent);
+    }
+    clock.advance(1);
+    for (let i = 0; i < 300; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    const before = (await limiter.peek('k')).remaining;
+    expect(before).toBeLessThanOrEqual(700); // at least the 300 later spends weigh
+    for (const receipt of receipts) await limiter.refund(copy(receipt));
+    expect((await limiter.peek('k')).remaining).toBe(before);
+  });
+
   it('a full ledger keeps its reset mark: a spend made after the reset still refunds', async () => {
     const clock = new TestClock();
     const limiter = new Limiter(backend.store(clock), {
