@@ -181,6 +181,33 @@ describe('concurrency leases: validation', () => {
   });
 });
 
+describe('concurrency leases: extend on the Redis clock', () => {
+  it('pushes the key’s expiry to a window after the renewal, so the renewed lease outlives its first window', async () => {
+    // Every other lease spec runs on a TestClock, whose keys never expire in real time.
+    const { client } = stores[0]!; // the single Redis
+    const { RedisStore, storageKey } = await import('../../lib');
+    const store = new RedisStore({ client: client!, prefix: uniquePrefix('leases-extend') });
+    const limiter = new Limiter(store, {
+      name: 'inflight',
+      algorithm: 'concurrency',
+      limit: 1,
+      window: 5_000,
+    });
+    const lease = await limiter.consume('k');
+    expect(lease.allowed).toBe(true);
+    const key = storageKey(store.prefix, 'k', 'inflight', 0);
+    const member = lease.receipt.spendId!;
+    expect(Number(await client!.zscore(key, member))).toBe(lease.receipt.at);
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the renewal is a later instant
+    expect(await limiter.extend(lease)).toBe(true);
+    const renewedAt = Number(await client!.zscore(key, member)); // the extend script's `now`
+    expect(renewedAt).toBeGreaterThan(lease.receipt.at);
+    // Exactly one window after the renewal (not the first window's end: the key, and with it
+    // the renewed lease, would vanish while the lease is still held).
+    expect(await client!.pexpiretime(key)).toBe(renewedAt + 5_000);
+  });
+});
+
 describe('concurrency leases: a process killed while holding leases', () => {
   it('frees them after the window, on the Redis clock', async () => {
     const prefix = uniquePrefix('leases-killed');
