@@ -190,6 +190,31 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
   });
 });
 
+describe.each(stores.filter((b) => b.name !== 'memory'))(
+  '$name store: reset leaves a ledger that expires (Redis clock)',
+  (backend) => {
+    it.each([false, true])(
+      'the ledger holding the reset mark expires a lifetime after the reset (state before: %s)',
+      async (withState) => {
+        const store = backend.store() as RedisStore; // Redis clock: no expiry offset
+        const limiter = new Limiter(store, {
+          name: 'wipe',
+          algorithm: 'fixed-window',
+          limit: 5,
+          window: '1h', // lifetime: one window
+        });
+        if (withState) await limiter.consume('k');
+        await limiter.reset('k');
+        const ledger = ledgerKey(store.prefix, 'k', 'wipe');
+        const mark = Number(await backend.client!.zscore(ledger, 'reset')); // the reset's `now`
+        expect(mark).toBeGreaterThan(0);
+        // A ledger without an expiry would stay in Redis for good, one per caller key ever reset.
+        expect(await backend.client!.pexpiretime(ledger)).toBe(mark + 3_600_000);
+      },
+    );
+  },
+);
+
 describe('redis store: the deadline survives a Redis clock that steps forward', () => {
   const [redis] = stores;
   it('re-measures the clock from a late answer and tries once more in time', async () => {
