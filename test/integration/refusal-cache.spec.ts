@@ -119,6 +119,34 @@ describe.each(redisBackends)('$name store: refusal cache', (backend) => {
     expect(s.rememberedRefusal({ ...request, cost: 2 })).toBeUndefined();
   });
 
+  it('a remembered wait counts from when the refused call was issued, not from its reply', async () => {
+    const s = store();
+    const request = {
+      policy: 'issued',
+      algorithm: 'fixed-window' as const,
+      limits: [{ limit: 1, windowMs: 60_000, burst: 1 }],
+      keys: ['phone:1'],
+      cost: 1,
+    };
+    expect((await s.consume(request)).allowed).toBe(true);
+    clock.advance(10_000);
+    const pending = s.consume(request); // issued (and the clock read) at 10 s
+    clock.advance(20_000); // the clock moves on while the call is in flight
+    const refused = await pending;
+    expect(refused).toMatchObject({ allowed: false, retryAfterMs: 50_000 });
+    expect(refused.cached).toBeUndefined();
+    clock.advance(29_999); // 1 ms before issue + wait
+    expect(await s.consume(request)).toMatchObject({
+      allowed: false,
+      cached: true,
+      retryAfterMs: 1,
+    });
+    clock.advance(1); // issue + wait: the window has ended; Redis decides, and allows
+    const allowed = await s.consume(request);
+    expect(allowed.cached).toBeUndefined();
+    expect(allowed.allowed).toBe(true);
+  });
+
   it('a refused stack is refused again from memory', async () => {
     const s = store();
     const ip = new Limiter(s, { ...otp, name: 'ip', limit: 5 });
