@@ -1,6 +1,9 @@
 import { type Algorithm, ALGORITHMS, Limiter, RedisStore, type Store, storageKey } from '../../lib';
+import Redis from 'ioredis';
+import { monotonicNow } from '../../lib/core/clock.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
+import { createTestClient, uniquePrefix, warmPool } from '../support/redis';
 
 /**
  * Every operation a caller issues on one store takes effect in issue order, whatever coalescing
@@ -105,4 +108,47 @@ describe('cluster store: a cross-slot spend is not overtaken on its later slots'
       expect(await limiter.peek(first!)).toMatchObject({ allowed: true, remaining: 0 });
     },
   );
+});
+
+describe('redis store: a failed first measurement of the Redis clock', () => {
+  let client: Redis;
+  beforeAll(async () => {
+    client = createTestClient();
+    await warmPool(client);
+  });
+  afterAll(async () => {
+    await client.quit();
+  });
+
+  it('fails the spend that needed it; a peek issued behind it is still answered', async () => {
+    // A client whose TIME fails (a timeout, a lost connection): every other command goes through.
+    const call = client.call.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    const failing = new Proxy(client, {
+      get(target, name, receiver) {
+        if (name !== 'call') return Reflect.get(target, name, receiver) as unknown;
+        return (command: string, ...args: unknown[]) =>
+          command.toLowerCase() === 'time'
+            ? Promise.reject(new Error('TIME failed'))
+            : call(command, ...args);
+      },
+    });
+    const store = new RedisStore({ client: failing, prefix: uniquePrefix('ordering-probe') });
+    const request = {
+      policy: 'order',
+      algorithm: 'fixed-window' as const,
+      limits: [{ limit: 2, windowMs: 3_600_000, burst: 2 }],
+      keys: ['k'],
+      cost: 1,
+    };
+    // The spend has a deadline: it needs the clock, so it and what follows are held for the probe.
+    const spent = store.consume({ ...request, deadlineAt: monotonicNow() + 5_000 });
+    const peeked = store.peek(request);
+    const settled = await Promise.allSettled([spent, peeked]);
+    expect(settled[0]).toMatchObject({ status: 'rejected', reason: { message: 'TIME failed' } });
+    // Answered, and the failed spend charged nothing (a consume now would leave 1 of 2).
+    expect(settled[1]).toMatchObject({
+      status: 'fulfilled',
+      value: { allowed: true, remaining: 1 },
+    });
+  });
 });
