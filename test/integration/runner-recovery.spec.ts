@@ -8,6 +8,7 @@ import Redis, { Command } from 'ioredis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
 import type { SpendRequest, SpendResult } from '../../lib/stores/store.interface';
 import { scriptLibrary } from '../../lib/stores/scripts';
+import { TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -169,6 +170,38 @@ describe('calls that did not run, and the limiter’s timer', () => {
       await admin.lpush('order2:unblock', 'go');
       const [da, db, dc] = await Promise.all([a, b, c]);
       expect([da.allowed, db.allowed, dc.allowed]).toEqual([true, true, false]); // issue order
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('FCALL refused (NOPERM), then permitted, while a later call is in flight: the first fails or takes effect first', async () => {
+    await admin.call('FUNCTION', 'LOAD', scriptLibrary().source);
+    await denyFunctions(admin);
+    const client = new InjectingRedis(server.url, { username: 'lim', password: 'pw' });
+    try {
+      const limiter = new Limiter(
+        new RedisStore({ client, prefix: 'order3:', clock: new TestClock().read, coalesce: false }),
+        policy(1),
+        { onStoreFailure: () => undefined },
+      );
+      // A's FCALL is refused at once; a BLPOP behind it holds B's FCALL in flight on the
+      // connection while the runner recovers from A's refusal.
+      client.afterNextFcall = () => new Command('blpop', ['order3:unblock', '0']);
+      const a = limiter.consume('k'); // issued first
+      const b = limiter.consume('k'); // issued second: in flight when A's NOPERM comes back
+      await sleep(50);
+      // Functions are permitted again before B runs: B takes effect as an FCALL.
+      await admin.call('ACL', 'SETUSER', 'lim', '+fcall', '+fcall_ro', '+function');
+      await admin.lpush('order3:unblock', 'go');
+      const [da, db] = await Promise.all([a, b]);
+      // A sent again before B answered would run after B (on the connection behind it): B
+      // allowed, A refused. A must fail instead (B took effect first), or take effect first.
+      expect({ a: da.allowed, aFailed: da.failure !== undefined, b: db.allowed }).toEqual(
+        da.failure !== undefined
+          ? { a: da.allowed, aFailed: true, b: db.allowed }
+          : { a: true, aFailed: false, b: false },
+      );
     } finally {
       client.disconnect();
     }
