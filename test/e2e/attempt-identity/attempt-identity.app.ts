@@ -3,7 +3,17 @@
  * header, body, nested body), a bare part on routes where the account could come from two
  * places, and a store that counts what reaches it.
  */
-import { Body, Controller, HttpCode, Module, Param, Post, Query, type Type } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  type ExecutionContext,
+  HttpCode,
+  Module,
+  Param,
+  Post,
+  Query,
+  type Type,
+} from '@nestjs/common';
 import { Attempt, RedlimitModule } from '../../../lib/nest';
 import { CountingStore } from '../support/counting-store';
 
@@ -12,6 +22,12 @@ export { CountingStore };
 /** The accounts whose passwords each handler checked, in order. */
 export class Checked {
   readonly accounts: string[] = [];
+}
+
+/** The body's email, read by a function part (as an app computing its key would). */
+function bodyEmail(context: ExecutionContext): string | undefined {
+  const body = context.switchToHttp().getRequest<{ body?: { email?: unknown } }>().body;
+  return typeof body?.email === 'string' ? body.email : undefined;
 }
 
 export function attemptIdentityApp(store: CountingStore, checked: Checked): Type {
@@ -86,6 +102,24 @@ export function attemptIdentityApp(store: CountingStore, checked: Checked): Type
     ): { account: string } {
       checked.accounts.push(String(body.email));
       return { account: String(body.email) };
+    }
+
+    /** A function part, normalised by default as a field part is. */
+    @Post('computed')
+    @HttpCode(200)
+    computed(@Attempt(bodyEmail, { policy: 'login' }) _attempt: Attempt): { ok: true } {
+      checked.accounts.push('computed');
+      return { ok: true };
+    }
+
+    /** A function part given as { value }, without normalize: normalised too. */
+    @Post('computed-spec')
+    @HttpCode(200)
+    computedSpec(
+      @Attempt({ value: bodyEmail, name: 'email' }, { policy: 'login' }) _attempt: Attempt,
+    ): { ok: true } {
+      checked.accounts.push('computed-spec');
+      return { ok: true };
     }
 
     /** Normalisation off: tokens are case-sensitive. */

@@ -160,6 +160,17 @@ describe.each(PLATFORMS)('@Attempt identity on %s', (platform) => {
       expect((await post('/body', { email: 'jos\u00e9@example.com' })).status).toBe(429);
     });
 
+    it.each(['/computed', '/computed-spec'])(
+      'a function part (%s) is normalised by default: its spellings of one account share one budget',
+      async (path) => {
+        for (const email of ['alice@example.com', ' Alice@Example.COM', 'ＡＬＩＣＥ@example.com']) {
+          expect((await post(path, { email })).status).toBe(200);
+        }
+        expect((await post(path, { email: 'ALICE@EXAMPLE.COM ' })).status).toBe(429);
+        expect((await post(path, { email: 'bob@example.com' })).status).toBe(200);
+      },
+    );
+
     it('normalize: false keeps values as sent (case-sensitive tokens)', async () => {
       for (let i = 0; i < 3; i++) expect((await post('/exact', { token: 'Tok' })).status).toBe(200);
       expect((await post('/exact', { token: 'Tok' })).status).toBe(429);
