@@ -153,6 +153,17 @@ class SkippedController {
   }
 }
 
+/** The same policy on the controller and the handler: one decision at the higher cost. */
+@Controller('merged')
+@Throttle('ten', { cost: 4 })
+class MergedCostController {
+  @Get()
+  @Throttle('ten', { cost: 1 })
+  merged(): string {
+    return 'merged';
+  }
+}
+
 export function throttleApp(
   client: Redis,
   prefix: string,
@@ -171,6 +182,7 @@ export function throttleApp(
           two: { algorithm: 'sliding-window', limit: 2, window: '1m' },
           five: { algorithm: 'sliding-window', limit: 5, window: '1m' },
           three: { algorithm: 'sliding-window', limit: 3, window: '1m' },
+          ten: { algorithm: 'sliding-window', limit: 10, window: '1m' },
         },
         defaultPolicy: 'three',
       }),
@@ -181,6 +193,7 @@ export function throttleApp(
       GlobalController,
       SkippedController,
       AnyMethodController,
+      MergedCostController,
     ],
     providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
   })

@@ -66,6 +66,15 @@ describe.each(PLATFORMS)('@Throttle + RedlimitGuard on %s', (platform) => {
     expect((await units('1')).status).toBe(429);
   });
 
+  it('one policy on the controller (cost 4) and the handler (cost 1) is one spend at the higher cost', async () => {
+    const first = await app.request('/merged');
+    expect(first.status).toBe(200);
+    // One 'ten' spend of 4 (not 1, and not 4 + 1), stacked on the default 'three'.
+    expect(first.headers.get('ratelimit')).toMatch(/^"three";r=2;t=\d+, "ten";r=6;t=\d+$/);
+    expect((await app.request('/merged')).headers.get('ratelimit')).toMatch(/"ten";r=2;t=\d+$/);
+    expect((await app.request('/merged')).status).toBe(429); // 8 of 10 spent: 4 more do not fit
+  });
+
   it('endpoints sharing a policy keep separate budgets', async () => {
     expect(await statuses([app.request('/shared/a'), app.request('/shared/a')])).toEqual([
       200, 200,
