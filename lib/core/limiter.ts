@@ -17,6 +17,7 @@ import {
 } from './decision';
 import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
+import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
@@ -572,6 +573,7 @@ export class Limiter {
         decisions = decisions.map((d, i) => (shadows[i] ? limiters[i]!.shadowed(d, false) : d));
       }
     } catch (error) {
+      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
       decisions = await Promise.all(
         limiters.map(async (l, i) => {
           const failed = await l.failed(stack[i]!, spend, error);
@@ -746,6 +748,7 @@ export class Limiter {
         if (spend && late.allowed) this.refundLate(request, late);
       });
     } catch (error) {
+      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
       const failed = await this.failed(request, spend, error);
       return this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
     }

@@ -1,5 +1,6 @@
 import { monotonicNow } from '../core/clock.util';
 import type { Algorithm, LimitRule } from '../core/policy';
+import { checkedClock } from './clock-reading.util';
 import { bucketMemory } from './memory/bucket.memory';
 import { concurrencyMemory } from './memory/concurrency.memory';
 import { fixedWindowMemory } from './memory/fixed-window.memory';
@@ -142,7 +143,11 @@ export class MemoryStore implements Store {
         `MemoryStore options.maxKeys must be a whole number of at least 1; got ${String(maxKeys)}`,
       );
     }
-    this.clock = options.clock ?? monotonicNow;
+    // A custom clock's readings are checked where they are read, the first one now.
+    this.clock = options.clock
+      ? checkedClock(options.clock, 'MemoryStore options.clock')
+      : monotonicNow;
+    if (options.clock) this.clock();
     this.graceMs = options.clock ? DAY_MS : 0;
     this.sweepIntervalMs = sweep;
     this.maxKeys = maxKeys;

@@ -6,6 +6,7 @@ import { ClockGate } from './clock-gate';
 import { type ClientPort, clientPort } from './clients/client-port';
 import type { RedisStoreClient } from './clients/redis-client.shape';
 import { ClockOffset } from './clock-offset';
+import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
 import { MemoryStore } from './memory.store';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
@@ -157,8 +158,9 @@ export class RedisStore implements Store {
     this.scripts = new ScriptRunner(client);
     this.gate = new ClockGate(this.redisClock, () => client.time(), options.clock !== undefined);
     this.prefix = prefix;
-    this.clock = options.clock;
-    this.expiryOffsetMs = options.clock ? expiryOffset(options.clock()) : 0;
+    // A custom clock's readings are checked where they are read (the first one here).
+    this.clock = options.clock && checkedClock(options.clock, 'RedisStore options.clock');
+    this.expiryOffsetMs = this.clock ? expiryOffset(this.clock()) : 0;
     this.cluster = client.cluster;
     if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
       throw new TypeError('RedisStore options.coalesce must be true or false');
@@ -166,7 +168,7 @@ export class RedisStore implements Store {
     this.coalesce = options.coalesce !== false;
     const { refusalCache } = options;
     if (refusalCache !== undefined && refusalCache !== false) {
-      this.refusals = new RefusalCache(refusalCache, options.clock ?? monotonicNow);
+      this.refusals = new RefusalCache(refusalCache, this.clock ?? monotonicNow);
     }
   }
 
@@ -524,10 +526,12 @@ export class RedisStore implements Store {
       this.batches.counted(slot, this.decide(request, spend, spendId)).then(resolve, reject);
       return;
     }
+    // On a custom clock each decision carries the reading it was made at (checked then): the
+    // batch reads the clock no more, so a bad reading fails only the call that made it.
     const { keys, args } = batchCall(
       batch,
       this.prefix,
-      this.now(),
+      this.clock ? batch[0]!.now : '',
       this.expiryOffsetMs,
       this.clock !== undefined,
     );
