@@ -19,6 +19,7 @@ import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './er
 import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
+import { checkArgumentCount, checkOptions } from './options.util';
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
 import {
@@ -91,6 +92,27 @@ export interface WaitForOptions extends ConsumeOptions, WaitOptions {}
 /** The longest delay `setTimeout` honours (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** Every option of {@link LimiterOptions}: any other is an error. */
+const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
+  'failMode',
+  'timeoutMs',
+  'failureRetryAfterMs',
+  'onStoreFailure',
+  'onSettleError',
+  'events',
+  'onShadowRefusal',
+  'sleep',
+];
+
+/** Every option of {@link ConsumeOptions}. */
+const CONSUME_OPTIONS: readonly (keyof ConsumeOptions)[] = ['cost'];
+
+/** Every field of {@link StackPart}. */
+const STACK_PART_FIELDS: readonly (keyof StackPart)[] = ['limiter', 'keys', 'cost'];
+
+/** The options of a call given none (checked once: nothing to check). */
+const NO_OPTIONS: ConsumeOptions = Object.freeze({});
+
 /** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
 const settledReceipts = new WeakSet<Receipt>();
 
@@ -146,6 +168,7 @@ export class Limiter {
       throw new TypeError('Limiter store must implement Store (consume, peek, refund, reset)');
     }
     this.policy = resolvePolicy(policy);
+    checkOptions(options, LIMITER_OPTIONS, 'Limiter options');
     const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
     if (!FAIL_MODES.includes(failMode)) {
       throw new RangeError(
@@ -173,11 +196,12 @@ export class Limiter {
    * fails or is slower than `timeoutMs`, the fail mode decides (see {@link Decision.failure}); a
    * spend whose reply arrives after the timeout is refunded by its receipt.
    */
-  consume(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
+  consume(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Decision> {
     // Not an async function: a refusal the store remembers costs no extra promise. Bad input
     // still rejects (it never throws synchronously).
     let request: SpendRequest;
     try {
+      if (options !== NO_OPTIONS) checkOptions(options, CONSUME_OPTIONS, 'consume() options');
       request = this.request(keys, options);
     } catch (error) {
       return Promise.reject(asError(error));
@@ -186,7 +210,8 @@ export class Limiter {
   }
 
   /** What {@link consume} with the same arguments would decide now; writes nothing. */
-  async peek(keys: Keys, options: ConsumeOptions = {}): Promise<Decision> {
+  async peek(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Decision> {
+    checkOptions(options, CONSUME_OPTIONS, 'peek() options');
     return this.decide(this.request(keys, options), false);
   }
 
@@ -199,6 +224,11 @@ export class Limiter {
    *   by another process, is sent and returns true; the store's ledger then gives nothing back.
    */
   async refund(target: Decision | Receipt): Promise<boolean> {
+    checkArgumentCount(
+      arguments.length,
+      1,
+      'refund() takes one argument (a Decision or its Receipt)',
+    );
     const receipt = this.receiptOf(target, 'refund');
     if (!receipt.spent || settledReceipts.has(receipt)) return false;
     // Marked before sending and never unmarked: a refund that failed or timed out may still have
@@ -233,6 +263,11 @@ export class Limiter {
    *   TypeError for a bad receipt or a store without adjustments; before the store is touched
    */
   async adjust(target: Decision | Receipt, actualCost: number): Promise<boolean> {
+    checkArgumentCount(
+      arguments.length,
+      2,
+      'adjust() takes two arguments (a Decision or its Receipt, and the actual cost)',
+    );
     const receipt = this.receiptOf(target, 'adjust');
     checkActualCost(actualCost, this.policy.limits);
     if (receipt.algorithm === 'concurrency') {
@@ -268,6 +303,15 @@ export class Limiter {
    * @returns whether the release was sent to the store
    */
   release(target: Decision | Receipt): Promise<boolean> {
+    try {
+      checkArgumentCount(
+        arguments.length,
+        1,
+        'release() takes one argument (a Decision or its Receipt)',
+      );
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
     return this.refund(target);
   }
 
@@ -281,6 +325,11 @@ export class Limiter {
    * @throws TypeError when the policy is not `concurrency` or the store cannot extend leases
    */
   async extend(target: Decision | Receipt): Promise<boolean> {
+    checkArgumentCount(
+      arguments.length,
+      1,
+      'extend() takes one argument (a Decision or its Receipt)',
+    );
     const receipt = this.receiptOf(target, 'extend');
     if (receipt.algorithm !== 'concurrency') {
       throw new TypeError(
@@ -509,6 +558,7 @@ export class Limiter {
       if (!part || !(part.limiter instanceof Limiter)) {
         throw new TypeError(`${caller}(): part ${i} needs a Limiter as 'limiter'`);
       }
+      checkOptions(part, STACK_PART_FIELDS, `${caller}() parts[${i}]`);
       if (part.limiter.store !== first!.store) {
         throw new TypeError(
           `${caller}(): part ${i} ('${part.limiter.policy.name}') uses another store than part 0; ` +
@@ -661,7 +711,8 @@ export class Limiter {
    * @throws RateLimitedError when refused (nothing is spent)
    * @throws StoreUnavailableError when the store failed and the policy fails closed
    */
-  async begin(keys: Keys, options: ConsumeOptions = {}): Promise<Attempt> {
+  async begin(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Attempt> {
+    checkOptions(options, CONSUME_OPTIONS, 'begin() options');
     const decision = await this.consume(keys, options);
     if (!decision.allowed) {
       throw decision.failure?.failMode === 'closed'
@@ -686,9 +737,10 @@ export class Limiter {
   async attempt<T>(
     keys: Keys,
     fn: (attempt: Attempt) => T | Promise<T>,
-    options: ConsumeOptions = {},
+    options: ConsumeOptions = NO_OPTIONS,
   ): Promise<T> {
     if (typeof fn !== 'function') throw new TypeError('attempt() needs a function to run');
+    checkOptions(options, CONSUME_OPTIONS, 'attempt() options');
     const attempt = await this.begin(keys, options);
     try {
       return await fn(attempt);

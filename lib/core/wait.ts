@@ -1,4 +1,5 @@
 import { monotonicNow } from './clock.util';
+import { checkOptions } from './options.util';
 
 /** Options of waiting for a turn ({@link Limiter.waitFor}, {@link Limiter.waitForAll}). */
 export interface WaitOptions {
@@ -57,12 +58,7 @@ export function checkWaitOptions(
   if (options === null || typeof options !== 'object') {
     throw new TypeError(`${caller}() needs options { maxWaitMs, signal? }`);
   }
-  const known = ['maxWaitMs', 'signal', ...extra];
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new TypeError(`${caller}(): '${name}' is not an option (known: ${known.join(', ')})`);
-    }
-  }
+  checkOptions(options, ['maxWaitMs', 'signal', ...extra], `${caller}() options`);
   const { maxWaitMs, signal } = options;
   if (
     typeof maxWaitMs !== 'number' ||

@@ -1,4 +1,5 @@
 import { monotonicNow } from '../core/clock.util';
+import { checkOptions } from '../core/options.util';
 import type { Algorithm, LimitRule } from '../core/policy';
 import { checkedClock } from './clock-reading.util';
 import { bucketMemory } from './memory/bucket.memory';
@@ -51,7 +52,7 @@ export interface MemoryStoreOptions {
   readonly maxKeys?: number;
 }
 
-const OPTIONS: ReadonlySet<string> = new Set(['clock', 'sweepIntervalMs', 'maxKeys']);
+const OPTIONS: readonly (keyof MemoryStoreOptions)[] = ['clock', 'sweepIntervalMs', 'maxKeys'];
 
 interface Entry {
   value: unknown;
@@ -123,13 +124,7 @@ export class MemoryStore implements Store {
   private nextSweepAt = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
-    for (const name of Object.keys(options ?? {})) {
-      if (!OPTIONS.has(name)) {
-        throw new TypeError(
-          `MemoryStore options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
-        );
-      }
-    }
+    checkOptions(options, OPTIONS, 'MemoryStore options');
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new TypeError('MemoryStore options.clock must be a function returning ms');
     }

@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
+import { checkOptions } from '../core/options.util';
 import { batchCall, type QueuedDecision } from './batch-args.util';
 import { ClockGate } from './clock-gate';
 import { type ClientPort, clientPort } from './clients/client-port';
@@ -89,13 +90,13 @@ export interface RedisStoreOptions {
   readonly refusalCache?: boolean | RefusalCacheOptions;
 }
 
-const OPTIONS: ReadonlySet<string> = new Set([
+const OPTIONS: readonly (keyof RedisStoreOptions)[] = [
   'client',
   'prefix',
   'clock',
   'coalesce',
   'refusalCache',
-]);
+];
 
 /**
  * Budget in Redis, shared by every process that uses the same Redis and prefix. Each decision is
@@ -138,13 +139,7 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
-    for (const name of Object.keys(options)) {
-      if (!OPTIONS.has(name)) {
-        throw new TypeError(
-          `RedisStore options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
-        );
-      }
-    }
+    checkOptions(options, OPTIONS, 'RedisStore options');
     const prefix = options.prefix ?? 'rl:';
     if (typeof prefix !== 'string') {
       throw new TypeError(`RedisStore options.prefix must be a string; got ${typeof prefix}`);

@@ -1,3 +1,4 @@
+import { checkOptions } from '../core/options.util';
 import type { SpendRequest, SpendResult, StackResult } from './store.interface';
 
 /** When a call was issued, for the refusal cache ({@link RefusalCache.issue}). */
@@ -17,7 +18,7 @@ export interface RefusalCacheOptions {
   readonly maxKeys?: number;
 }
 
-const OPTIONS: ReadonlySet<string> = new Set(['maxKeys']);
+const OPTIONS: readonly (keyof RefusalCacheOptions)[] = ['maxKeys'];
 
 interface Entry {
   /** The answer, with `cached` set. */
@@ -69,13 +70,7 @@ export class RefusalCache {
     if (given === null || typeof given !== 'object') {
       throw new TypeError('RedisStore options.refusalCache must be true or { maxKeys }');
     }
-    for (const name of Object.keys(given)) {
-      if (!OPTIONS.has(name)) {
-        throw new TypeError(
-          `RedisStore options.refusalCache.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
-        );
-      }
-    }
+    checkOptions(given, OPTIONS, 'RedisStore options.refusalCache');
     const maxKeys = given.maxKeys ?? 10_000;
     if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
       throw new RangeError(

@@ -168,7 +168,7 @@ describe('waitFor: validation and store failures', () => {
     [{ maxWaitMs: -1 }, /options\.maxWaitMs must be a number of ms from 0/],
     [{ maxWaitMs: Number.NaN }, /options\.maxWaitMs/],
     [{ maxWaitMs: 10, signal: {} }, /waitFor\(\) options\.signal must be an AbortSignal/],
-    [{ maxWaitMs: 10, timeout: 5 }, /waitFor\(\): 'timeout' is not an option/],
+    [{ maxWaitMs: 10, timeout: 5 }, /waitFor\(\) options\.timeout is not an option/],
     [{ maxWaitMs: 10, cost: 3 }, /cost/],
   ])('%j is refused before the store is touched', async (options, message) => {
     await expect(limiter.waitFor('k', options as unknown as { maxWaitMs: number })).rejects.toThrow(
