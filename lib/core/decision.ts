@@ -93,7 +93,8 @@ export interface Decision {
   /**
    * Set when the store failed and the policy's fail mode decided instead: `allowed` is then false
    * for `closed` (the store failed, not the budget), true for `open` (not enforced), and the
-   * in-process fallback's answer for `memory` (enforced per process only).
+   * in-process fallback's answer for `memory` (enforced per process only). A policy in shadow
+   * mode refuses nothing: what `closed` would refuse is allowed, with `shadowRefused`.
    */
   readonly failure?: StoreFailure;
   /** What was spent; pass it (or the decision) to {@link Limiter.refund}. */
@@ -106,7 +107,7 @@ export interface Decision {
   /**
    * True when the policy is in shadow mode (`shadow: true`) and refused: the decision is allowed
    * (`retryAfterMs` 0), nothing was spent, and `blockedBy` / `blockedUntil` say what would have
-   * refused. Absent otherwise.
+   * refused, or `failure` that the store failed under fail mode `closed`. Absent otherwise.
    */
   readonly shadowRefused?: true;
   /**

@@ -6,14 +6,16 @@ import type { Decision } from './decision';
  * - `allowed` / `refused`: the store decided (or, with `failMode: 'memory'`, the in-process
  *   fallback did: then `failure` is set too);
  * - `failed-open`: the store failed and the policy allowed without enforcing;
- * - `failed-closed`: the store failed and the policy refused;
+ * - `failed-closed`: the store failed and the policy refused (in shadow mode: `shadow-refused`,
+ *   with `failure` set);
  * - `refused-elsewhere`: a part of a stacked decision that fitted, left unspent because another
  *   part refused (so dashboards blame only the policy that refused);
  * - `refunded`: a spend was given back;
  * - `adjusted`: a spend was settled to its actual cost (`Limiter.adjust`);
  * - `blocked`: refused because a key is locked out (policy option `block`), or the refusal that
  *   started or extended the lockout;
- * - `shadow-refused`: a policy in shadow mode would have refused; the call was allowed;
+ * - `shadow-refused`: a policy in shadow mode would have refused (on its budget, a lockout, or a
+ *   store failure under fail mode `closed`); the call was allowed;
  * - `skipped`: the Nest layer let the request through without charging (allow list, `skipIf`);
  * - `denied`: the Nest layer refused the request before charging (deny list, HTTP 403).
  */
@@ -137,7 +139,8 @@ export function decisionEvent(
   if (decision.shadowRefused) outcome = 'shadow-refused';
   if (refusedElsewhere) outcome = 'refused-elsewhere';
   if (failure?.failMode === 'open') outcome = 'failed-open';
-  if (failure?.failMode === 'closed') outcome = 'failed-closed';
+  // Shadow refuses nothing: a failure its fail mode would refuse is a shadow refusal.
+  if (failure?.failMode === 'closed' && !decision.shadowRefused) outcome = 'failed-closed';
   return withKeyHashes(
     {
       operation,

@@ -650,9 +650,10 @@ export class Limiter {
     const allowed = decisions.every((d) => d.allowed);
     let refusedBy: Decision | undefined;
     for (const d of decisions) {
-      // A refusal on budget (this part's own), or the store failing under fail mode closed.
+      // A refusal on budget (this part's own), or the store failing under fail mode closed; never
+      // a part in shadow mode.
       const refusing =
-        (d.blockedBy !== undefined && !d.shadowRefused) || d.failure?.failMode === 'closed';
+        !d.shadowRefused && (d.blockedBy !== undefined || d.failure?.failMode === 'closed');
       if (d.allowed || !refusing) continue;
       if (!refusedBy || d.retryAfterMs > refusedBy.retryAfterMs) refusedBy = d;
     }
@@ -919,19 +920,22 @@ export class Limiter {
     return Object.freeze(decision);
   }
 
-  /** Whether this policy is in shadow mode and refused on its own (not because the store failed). */
+  /**
+   * Whether this policy is in shadow mode and refused: on its own budget or lockout, or because the
+   * store failed and the fail mode refuses. Shadow refuses nothing, a failing store included.
+   */
   private shadowRefuses(decision: Decision): boolean {
     return (
       this.policy.shadow === true &&
       !decision.allowed &&
-      decision.blockedBy !== undefined &&
-      decision.failure?.failMode !== 'closed'
+      (decision.blockedBy !== undefined || decision.failure !== undefined)
     );
   }
 
   /**
    * A refusal of a policy in shadow mode, reported and let through: allowed (or, in a stack that
-   * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent.
+   * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent. A store
+   * failure keeps its `failure` (reported to `onStoreFailure` as well).
    */
   private shadowed(decision: Decision, allowed = true): Decision {
     const shadow = Object.freeze({

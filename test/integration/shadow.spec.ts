@@ -5,9 +5,13 @@ import {
   Limiter,
   MemoryStore,
   type PolicyOptions,
+  type RedisStore,
+  type SpendRequest,
+  storageKey,
   type Store,
+  type StoreFailure,
 } from '../../lib';
-import { backends, TestClock } from '../support/backends';
+import { type Backend, backends, TestClock } from '../support/backends';
 
 const stores = backends('shadow');
 
@@ -140,6 +144,129 @@ describe.each(stores)('$name store: shadow mode', (backend) => {
       expect(second.decisions[1]!.shadowRefused).toBeUndefined();
       expect((await acct.peek('email:a')).remaining).toBe(0); // 1 spent, the peek's 1 more fits
     });
+  });
+});
+
+/**
+ * A store that fails on key 'down' and answers on every other key: on Redis a key of the wrong
+ * type under the policy's state (every script that reads it errors, stacks included); MemoryStore
+ * cannot fail, so there a store of its own that rejects every call naming 'down'.
+ */
+async function failingOnDown(
+  backend: Backend,
+  clock: TestClock,
+  policies: string[],
+): Promise<Store> {
+  const store = backend.store(clock);
+  if (backend.name === 'memory') {
+    const names = (requests: readonly SpendRequest[]) =>
+      requests.some((r) => r.keys.includes('down'));
+    const down = () => Promise.reject(new Error('store down'));
+    const memory = store as MemoryStore;
+    return {
+      consume: (r) => (names([r]) ? down() : memory.consume(r)),
+      peek: (r) => (names([r]) ? down() : memory.peek(r)),
+      consumeStack: (rs) => (names(rs) ? down() : memory.consumeStack(rs)),
+      peekStack: (rs) => (names(rs) ? down() : memory.peekStack(rs)),
+      refund: (r) => memory.refund(r),
+      reset: (r) => memory.reset(r),
+      fallback: () => memory.fallback(),
+    };
+  }
+  const { prefix } = store as RedisStore;
+  for (const policy of policies) {
+    await backend.client!.sadd(storageKey(prefix, 'down', policy, 0), 'not a rate-limit state');
+  }
+  return store;
+}
+
+describe.each(stores)('$name store: shadow mode on a failing store refuses nothing', (backend) => {
+  let clock: TestClock;
+  beforeEach(() => {
+    clock = new TestClock();
+  });
+
+  it.each(['closed', undefined] as const)(
+    'fail mode %s: the failure is reported and the call admitted, as shadowRefused',
+    async (failMode) => {
+      const store = await failingOnDown(backend, clock, ['account']);
+      const failures: StoreFailure[] = [];
+      const shadowed: Decision[] = [];
+      const limiter = new Limiter(
+        store,
+        { ...account, ...(failMode && { failMode }) },
+        {
+          onStoreFailure: (failure) => failures.push(failure),
+          onShadowRefusal: (decision) => shadowed.push(decision),
+        },
+      );
+      const decision = await limiter.consume('down');
+      expect(decision).toMatchObject({ allowed: true, shadowRefused: true, retryAfterMs: 0 });
+      expect(decision.failure).toMatchObject({ reason: 'error', failMode: 'closed' });
+      expect(decision.receipt.spent).toBe(false);
+      expect(failures).toHaveLength(1);
+      expect(shadowed).toEqual([decision]);
+      expect(await limiter.peek('down')).toMatchObject({ allowed: true, shadowRefused: true });
+      await expect(limiter.attempt('down', () => 'ran')).resolves.toBe('ran');
+      await expect(limiter.begin('down')).resolves.toBeDefined();
+      expect((await limiter.waitFor('down', { maxWaitMs: 0 })).allowed).toBe(true);
+      // The store still decides other keys as usual.
+      expect(await limiter.consume('up')).toMatchObject({ allowed: true, remaining: 1 });
+    },
+  );
+
+  it('decision events say shadow-refused, with the failure', async () => {
+    const store = await failingOnDown(backend, clock, ['account']);
+    const events = new DecisionEvents();
+    const seen: DecisionEvent[] = [];
+    events.on((e) => seen.push(e));
+    const limiter = new Limiter(store, account, {
+      events,
+      onStoreFailure: () => {},
+      onShadowRefusal: () => {},
+    });
+    await limiter.consume('down');
+    expect(seen).toMatchObject([
+      { operation: 'consume', outcome: 'shadow-refused', failure: 'error' },
+    ]);
+  });
+
+  it('in a stack: a shadow part never refuses; the enforced parts follow their fail modes', async () => {
+    const store = await failingOnDown(backend, clock, ['account', 'ip']);
+    const acct = new Limiter(store, account, {
+      onStoreFailure: () => {},
+      onShadowRefusal: () => {},
+    });
+    const quiet = { onStoreFailure: () => {} };
+    const open = new Limiter(
+      store,
+      { name: 'ip', algorithm: 'fixed-window', limit: 3, window: '1h', failMode: 'open' },
+      quiet,
+    );
+    const closed = new Limiter(
+      store,
+      { name: 'ip', algorithm: 'fixed-window', limit: 3, window: '1h' },
+      quiet,
+    );
+
+    const alone = await Limiter.consumeAll([{ limiter: acct, keys: 'down' }]);
+    expect(alone.allowed).toBe(true);
+    expect(alone.decisions[0]!).toMatchObject({ allowed: true, shadowRefused: true });
+
+    const withOpen = await Limiter.consumeAll([
+      { limiter: open, keys: 'down' },
+      { limiter: acct, keys: 'down' },
+    ]);
+    expect(withOpen.allowed).toBe(true);
+    expect(withOpen.decisions[1]!).toMatchObject({ allowed: true, shadowRefused: true });
+
+    const withClosed = await Limiter.consumeAll([
+      { limiter: acct, keys: 'down' },
+      { limiter: closed, keys: 'down' },
+    ]);
+    expect(withClosed.allowed).toBe(false);
+    expect(withClosed.refusedBy?.policy).toBe('ip'); // the enforced part, never the shadow one
+    expect(withClosed.refusedBy?.failure?.failMode).toBe('closed');
   });
 });
 
