@@ -1,4 +1,5 @@
 import { checkOptions } from '../core/options.util';
+import type { BlockRule, LimitRule } from '../core/policy';
 import type { SpendRequest, SpendResult, StackResult } from './store.interface';
 
 /** When a call was issued, for the refusal cache ({@link RefusalCache.issue}). */
@@ -31,14 +32,15 @@ interface Entry {
   readonly pairs: readonly string[];
   /** The cache's write count when it was last placed at the end (see lookup). */
   readonly written: number;
-  /** A single-key consume's policy, cost and key (its place in the `single` index). */
-  readonly single?: readonly [policy: string, cost: number, key: string];
+  /** A single-key consume's policy identity, cost and key (its place in the `single` index). */
+  readonly single?: readonly [identity: string, cost: number, key: string];
 }
 
 /**
  * Refusals remembered in this process: a consume refused with a wait (out of budget, or locked
  * out) is answered again, without a round trip, for the same policy, keys and cost until that wait
- * has passed. It only ever refuses, never admits; allowed decisions, failures and peeks are never
+ * has passed. The same policy is the same name and definition (algorithm, limits, lockout): two
+ * limiters that share a name but not their limits never answer each other's calls. It only ever refuses, never admits; allowed decisions, failures and peeks are never
  * remembered. A wait counts from when the refused call was issued (before Redis decided it), so a
  * remembered refusal ends no later than Redis's own. A refund or reset through the same store
  * forgets the refusals naming its keys at once; one made by another process is not seen (such a
@@ -50,7 +52,7 @@ export class RefusalCache {
   private readonly entries = new Map<string, Entry>();
   /** `policy\0key` → the entries that name it. */
   private readonly byPair = new Map<string, Set<string>>();
-  /** Single-key consumes: policy → cost → caller key → entry name. */
+  /** Single-key consumes: policy identity → cost → caller key → entry name. */
   private readonly single = new Map<string, Map<number, Map<string, string>>>();
   private readonly maxKeys: number;
   /** Entries placed at the end of `entries` so far. */
@@ -97,8 +99,11 @@ export class RefusalCache {
   /** A remembered refusal of this consume, its waits counted down to now, or undefined. */
   consume(request: SpendRequest): SpendResult | undefined {
     if (request.keys.length === 1) {
-      // The common case builds no string: policy → cost → key.
-      const name = this.single.get(request.policy)?.get(request.cost)?.get(request.keys[0]!);
+      // The common case builds no string: policy identity → cost → key.
+      const name = this.single
+        .get(policyIdentity(request))
+        ?.get(request.cost)
+        ?.get(request.keys[0]!);
       return name === undefined ? undefined : (this.lookup(name) as SpendResult | undefined);
     }
     return this.lookup(consumeName(request)) as SpendResult | undefined;
@@ -165,7 +170,7 @@ export class RefusalCache {
     const [first] = requests;
     const single =
       requests.length === 1 && first!.keys.length === 1 && !('results' in answer)
-        ? ([first!.policy, first!.cost, first!.keys[0]!] as const)
+        ? ([policyIdentity(first!), first!.cost, first!.keys[0]!] as const)
         : undefined;
     if (single !== undefined) {
       let costs = this.single.get(single[0]);
@@ -234,12 +239,12 @@ export class RefusalCache {
       if (names?.size === 0) this.byPair.delete(p);
     }
     if (entry.single !== undefined) {
-      const [policy, cost, key] = entry.single;
-      const costs = this.single.get(policy)!;
+      const [identity, cost, key] = entry.single;
+      const costs = this.single.get(identity)!;
       const keys = costs.get(cost)!;
       keys.delete(key);
       if (keys.size === 0) costs.delete(cost);
-      if (costs.size === 0) this.single.delete(policy);
+      if (costs.size === 0) this.single.delete(identity);
     }
   }
 }
@@ -267,13 +272,46 @@ function pair(policy: string, key: string): string {
 }
 
 /**
- * The names of remembered refusals: what makes two calls the same (each part's policy, cost and
- * keys in order), unambiguous whatever a key holds (JSON), and a consume never named as a stack.
+ * The names of remembered refusals: what makes two calls the same (each part's policy identity,
+ * cost and keys in order), unambiguous whatever a key holds (JSON), and a consume never named as a
+ * stack.
  */
 function consumeName(request: SpendRequest): string {
-  return `c${JSON.stringify([request.policy, request.cost, request.keys])}`;
+  return `c${JSON.stringify([policyIdentity(request), request.cost, request.keys])}`;
 }
 
 function stackName(requests: readonly SpendRequest[]): string {
-  return `s${JSON.stringify(requests.map((r) => [r.policy, r.cost, r.keys]))}`;
+  return `s${JSON.stringify(requests.map((r) => [policyIdentity(r), r.cost, r.keys]))}`;
+}
+
+/** The identity last computed for a limits array (a limiter sends the same one on every call). */
+const identities = new WeakMap<
+  readonly LimitRule[],
+  { policy: string; algorithm: string; block: BlockRule | undefined; identity: string }
+>();
+
+/**
+ * What a refusal is remembered for: the policy's name and its definition (algorithm, every limit,
+ * the lockout), not its name alone: two limiters named alike with different limits share stored
+ * state but never answers. Computed once per limiter (its limits array), not on every call.
+ */
+function policyIdentity(request: SpendRequest): string {
+  const { policy, algorithm, limits, block } = request;
+  const known = identities.get(limits);
+  if (
+    known !== undefined &&
+    known.policy === policy &&
+    known.algorithm === algorithm &&
+    known.block === block
+  ) {
+    return known.identity;
+  }
+  const identity = JSON.stringify([
+    policy,
+    algorithm,
+    limits.map(({ limit, windowMs, burst }) => [limit, windowMs, burst]),
+    block ?? null,
+  ]);
+  identities.set(limits, { policy, algorithm, block, identity });
+  return identity;
 }

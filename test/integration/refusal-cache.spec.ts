@@ -3,7 +3,8 @@ import { Limiter, type PolicyOptions, RedisStore } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer, uniquePrefix } from '../support/redis';
 
-const redisBackends = backends('refusal-cache').filter((b) => b.name !== 'memory');
+const stores = backends('refusal-cache');
+const redisBackends = stores.filter((b) => b.name !== 'memory');
 
 const otp: PolicyOptions = { name: 'otp', algorithm: 'fixed-window', limit: 2, window: '1m' };
 
@@ -166,6 +167,85 @@ describe.each(redisBackends)('$name store: refusal cache', (backend) => {
     expect((await ip.peek('ip:1')).remaining).toBe(2);
   });
 });
+
+describe.each(stores)(
+  '$name store: a refusal is remembered for its policy, not for a policy of the same name',
+  (backend) => {
+    let clock: TestClock;
+    let prefix: string;
+    /** The backend's store, with the refusal cache on where it has one (Redis). */
+    const store = () =>
+      backend.name === 'memory'
+        ? backend.store(clock)
+        : new RedisStore({
+            client: backend.storeClient!,
+            prefix,
+            clock: clock.read,
+            refusalCache: true,
+          });
+    beforeEach(() => {
+      clock = new TestClock();
+      prefix = uniquePrefix('refusal-cache-identity');
+    });
+    const x = (limit: number, more: Partial<PolicyOptions> = {}): PolicyOptions => ({
+      name: 'x',
+      algorithm: 'fixed-window',
+      limit,
+      window: '1m',
+      ...more,
+    });
+
+    it('two limiters named x, limits 2 and 10: the limit-2 refusals do not answer the limit-10 one', async () => {
+      const s = store();
+      const two = new Limiter(s, x(2));
+      const ten = new Limiter(s, x(10));
+      await two.consume('k');
+      await two.consume('k');
+      expect((await two.consume('k')).allowed).toBe(false);
+      expect((await two.consume('k')).allowed).toBe(false); // answered from the cache on Redis
+      const decision = await ten.consume('k');
+      expect(decision).toMatchObject({ allowed: true, limit: 10, remaining: 7 });
+      expect(decision.cached).toBeUndefined();
+      // Stacks and keys in any order, and costs, are told apart the same way.
+      expect((await Limiter.consumeAll([{ limiter: two, keys: ['k', 'j'] }])).allowed).toBe(false);
+      expect((await Limiter.consumeAll([{ limiter: two, keys: ['k', 'j'] }])).allowed).toBe(false);
+      const stacked = await Limiter.consumeAll([{ limiter: ten, keys: ['k', 'j'] }]);
+      expect(stacked.allowed).toBe(true);
+      expect(stacked.decisions[0]!.cached).toBeUndefined();
+    });
+
+    it.each<[string, Partial<PolicyOptions>, Partial<PolicyOptions>]>([
+      ['window', { window: '1m' }, { window: '1h' }],
+      ['a second limit', {}, { limits: [{ limit: 50, window: '1h' }] }],
+      ['a lockout', { block: { duration: '5m' } }, {}],
+      ['the lockout', { block: { duration: '5m' } }, { block: { duration: '5m', restart: true } }],
+    ])(
+      'a policy of the same name and limit that differs in %s asks the store',
+      async (_what, first, second) => {
+        const s = store();
+        const a = new Limiter(s, x(2, first));
+        const b = new Limiter(s, x(2, second));
+        await a.consume('k');
+        await a.consume('k');
+        await a.consume('k');
+        expect((await a.consume('k')).allowed).toBe(false);
+        expect((await b.consume('k')).cached).toBeUndefined();
+      },
+    );
+
+    it('the same definition in another Limiter shares the cache (on Redis)', async () => {
+      const s = store();
+      const a = new Limiter(s, x(2));
+      const b = new Limiter(s, x(2));
+      await a.consume('k');
+      await a.consume('k');
+      expect((await a.consume('k')).allowed).toBe(false);
+      const again = await b.consume('k');
+      expect(again.allowed).toBe(false);
+      expect(again.cached).toBe(backend.name === 'memory' ? undefined : true);
+    });
+  },
+);
 
 describe('refusal cache: no round trip, and options', () => {
   let server: StartedRedisServer;
