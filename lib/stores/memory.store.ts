@@ -35,7 +35,9 @@ const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
 export interface MemoryStoreOptions {
   /**
    * Source of time in ms. Default: a monotonic clock (`performance.timeOrigin + performance.now()`),
-   * so a wall-clock jump cannot corrupt windows.
+   * so a wall-clock jump cannot corrupt windows. A custom clock must return ms as a finite number
+   * ≥ 0 (fractions are floored); any other reading, or a clock that throws, is a TypeError /
+   * RangeError thrown to the caller.
    */
   readonly clock?: () => number;
   /** How often, at most, a write sweeps out expired state. Default 10 000 ms. */

@@ -61,7 +61,9 @@ export interface RedisStoreOptions {
    * without losing state. No state is recognised by that shift (it differs between processes):
    * stores whose clocks differ still share every key.
    *
-   * What the clock must be: whole or fractional ms (floored); the same clock for every process
+   * What the clock must be: ms as a finite number ≥ 0, whole or fractional (floored), checked
+   * at every reading (anything else, or a clock that throws, is a TypeError / RangeError thrown
+   * to the caller, never a store failure); the same clock for every process
    * that shares this prefix, or their skew decides windows (hosts 5 ms apart put a spend 5 ms from
    * a window edge in different windows); it may step back (an NTP step): state from a later window
    * is never overwritten, time counts as no earlier than the latest window the state has seen, and
