@@ -195,11 +195,15 @@ export class LimiterRegistry {
     const now = performance.now();
     if (now - (this.lastFailureLogAt.get(policy) ?? -Infinity) < FAILURE_LOG_INTERVAL_MS) return;
     this.lastFailureLogAt.set(policy, now);
-    const outcome = {
-      open: 'failing open: requests are allowed without limits',
-      closed: 'failing closed: requests are refused with 503',
-      memory: "limiting in this process's memory until it answers (per-process limits)",
-    }[failure.failMode];
+    const shadow = this.limiters.get(policy)?.policy.shadow ?? this.shadow;
+    const outcome =
+      shadow && failure.failMode === 'closed'
+        ? 'in shadow mode: requests are allowed (shadow refuses nothing; enforced, it would fail closed)'
+        : {
+            open: 'failing open: requests are allowed without limits',
+            closed: 'failing closed: requests are refused with 503',
+            memory: "limiting in this process's memory until it answers (per-process limits)",
+          }[failure.failMode];
     this.logger.warn(
       `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`,
     );

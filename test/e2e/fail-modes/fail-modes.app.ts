@@ -24,6 +24,7 @@ export function failModeApp(
   failMode: 'open' | 'closed' | 'memory',
   limit = 100,
   prefix = 'rl:',
+  shadow = false,
 ): Type {
   @Module({
     imports: [
@@ -31,6 +32,7 @@ export function failModeApp(
         redis: redisUrl,
         prefix,
         failMode,
+        shadow,
         timeoutMs: TIMEOUT_MS,
         // Sliding: a test that straddles a window boundary on the real clock still counts every spend.
         policies: { api: { algorithm: 'sliding-window', limit, window: '1m' } },

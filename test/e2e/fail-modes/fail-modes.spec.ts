@@ -44,6 +44,19 @@ describe.each(PLATFORMS)('fail modes on %s', (platform) => {
       }
     });
 
+    it('closed, in shadow mode: 200 on @Throttle and @Attempt routes (shadow refuses nothing), and the failure is logged', async () => {
+      const app = await startApp(failModeApp(url, 'closed', 100, 'rl:', true), platform);
+      try {
+        expect((await app.request('/throttled')).status).toBe(200);
+        expect([200, 201]).toContain((await app.request('/attempt', { method: 'POST' })).status);
+        expect(app.logs.join('\n')).toMatch(
+          /warn: Store (error|timeout) for policy 'api', in shadow mode: requests are allowed/,
+        );
+      } finally {
+        await app.close();
+      }
+    });
+
     it('open: 200, and the failure is logged', async () => {
       const app = await startApp(failModeApp(url, 'open'), platform);
       try {
