@@ -472,6 +472,7 @@ export class Limiter {
    * @returns whether any refund was sent
    */
   static async refundAll(stacked: StackedDecision): Promise<boolean> {
+    checkArgumentCount(arguments.length, 1, 'refundAll() takes one argument (a StackedDecision)');
     return Limiter.settleParts(stacked, 'refundAll', (owner, decision) => owner.refund(decision));
   }
 
@@ -482,6 +483,7 @@ export class Limiter {
    * @returns whether any release was sent
    */
   static async releaseAll(stacked: StackedDecision): Promise<boolean> {
+    checkArgumentCount(arguments.length, 1, 'releaseAll() takes one argument (a StackedDecision)');
     return Limiter.settleParts(stacked, 'releaseAll', (owner, decision) =>
       decision.receipt.algorithm === 'concurrency'
         ? owner.release(decision)
@@ -501,6 +503,11 @@ export class Limiter {
     stacked: StackedDecision,
     actualCosts: readonly number[],
   ): Promise<boolean> {
+    checkArgumentCount(
+      arguments.length,
+      2,
+      'adjustAll() takes two arguments (a StackedDecision, and one actual cost per part)',
+    );
     const count = isList(stacked?.decisions) ? stacked.decisions.length : -1;
     if (!isList(actualCosts) || (count >= 0 && actualCosts.length !== count)) {
       throw new TypeError(
@@ -754,6 +761,7 @@ export class Limiter {
 
   /** Removes this policy's state for the keys (e.g. an admin unlocking one account). */
   async reset(keys: Keys): Promise<void> {
+    checkArgumentCount(arguments.length, 1, 'reset() takes one argument (the keys)');
     const request = {
       policy: this.policy.name,
       algorithm: this.policy.algorithm,

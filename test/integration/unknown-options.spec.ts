@@ -55,7 +55,7 @@ describe.each(stores)('$name store: an unknown option is an error, never ignored
     expect(await left()).toBe(10);
   });
 
-  it('refund and adjust refuse an argument they do not take', async () => {
+  it('refund, adjust and reset refuse an argument they do not take', async () => {
     const spent = await limiter.consume('k', { cost: 4 });
     const partial = limiter.refund as (target: unknown, options: unknown) => Promise<boolean>;
     await expect(partial.call(limiter, spent, { cost: 2 })).rejects.toThrow(
@@ -65,8 +65,27 @@ describe.each(stores)('$name store: an unknown option is an error, never ignored
     await expect(adjust.call(limiter, spent, 1, { force: true })).rejects.toThrow(
       /^adjust\(\) takes two arguments/,
     );
-    expect(await left()).toBe(6); // neither was applied
+    const reset = limiter.reset as (keys: string, options: unknown) => Promise<void>;
+    await expect(reset.call(limiter, 'k', { all: true })).rejects.toThrow(
+      /^reset\(\) takes one argument \(the keys\); got 2/,
+    );
+    expect(await left()).toBe(6); // none was applied
     expect(await limiter.refund(spent)).toBe(true);
+    expect(await left()).toBe(10);
+  });
+
+  it('refundAll, releaseAll and adjustAll refuse an argument they do not take', async () => {
+    const stacked = await Limiter.consumeAll([{ limiter, keys: 'k', cost: 4 }]);
+    const refundAll = Limiter.refundAll as (s: unknown, o: unknown) => Promise<boolean>;
+    await expect(refundAll(stacked, { cost: 2 })).rejects.toThrow(
+      /^refundAll\(\) takes one argument/,
+    );
+    const releaseAll = Limiter.releaseAll as (s: unknown, o: unknown) => Promise<boolean>;
+    await expect(releaseAll(stacked, {})).rejects.toThrow(/^releaseAll\(\) takes one argument/);
+    const adjustAll = Limiter.adjustAll as (s: unknown, c: unknown, o: unknown) => Promise<boolean>;
+    await expect(adjustAll(stacked, [1], {})).rejects.toThrow(/^adjustAll\(\) takes two/);
+    expect(await left()).toBe(6);
+    expect(await Limiter.refundAll(stacked)).toBe(true);
     expect(await left()).toBe(10);
   });
 
