@@ -1,5 +1,14 @@
-import { type BlockList, isIP } from 'node:net';
-import { canonicalIp, groupIp, stripZone } from './ip-address.util';
+import type { BlockList } from 'node:net';
+import {
+  forwardedElements,
+  forwardedForHops,
+  forwardedNode,
+  hopAddress,
+  isObfuscated,
+  singleAddress,
+  UNIX_SOCKET_PEER,
+} from './client-ip-header.util';
+import { canonicalIp, groupIp } from './ip-address.util';
 import { inIpRangeList, ipRangeList } from './ip-range.util';
 import type { ClientIpHeader, ClientIpOptions } from './redlimit-options.interface';
 
@@ -8,14 +17,15 @@ export { canonicalIp, groupIp } from './ip-address.util';
 /**
  * Finds the client of a request from its peer address and the value of the configured client-IP
  * header ({@link ClientIpResolver.header}); `undefined` when the client cannot be named (no peer
- * address, or a trusted proxy wrote something that is not an address). IPv6 clients come back
- * grouped by the configured subnet.
+ * address, a header that does not parse, or a trusted proxy wrote something that is not an
+ * address). The peer `'unix'` is a Unix domain socket's (trusted when `trustedProxies` names
+ * `'unix'`). IPv6 clients come back grouped by the configured subnet.
  */
 export interface ClientIpResolver {
   (peerAddress: string | undefined, headerValue?: string | readonly string[]): string | undefined;
   /** The request header the resolver reads from trusted proxies (lower case). */
   readonly header: ClientIpHeader;
-  /** Whether an address is one of the trusted proxies. */
+  /** Whether an address (or `'unix'`, a Unix socket's peer) is one of the trusted proxies. */
   isTrusted(address: string): boolean;
 }
 
@@ -29,7 +39,12 @@ export const CLIENT_IP_HEADERS: readonly ClientIpHeader[] = [
   'x-real-ip',
 ];
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(['trustedProxies', 'ipv6Subnet', 'header']);
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'trustedProxies',
+  'trustedHops',
+  'ipv6Subnet',
+  'header',
+]);
 
 /**
  * The tracker of a call whose transport has no client address at all (a microservice over Redis
@@ -38,28 +53,29 @@ const OPTION_KEYS: ReadonlySet<string> = new Set(['trustedProxies', 'ipv6Subnet'
  */
 export const UNKNOWN_CLIENT = 'unknown';
 
-/** An RFC 7239 obfuscated identifier (`for=_hidden`): a trusted proxy's stable name for a client. */
-const OBFUSCATED = /^_[A-Za-z0-9._-]+$/;
-
 /**
  * Builds the client-IP resolver for module options. The client is the peer address, unless the
  * peer is a trusted proxy:
  *
- * - `header: 'x-forwarded-for'` (default): the chain is walked from the right past trusted proxies;
- *   the first hop that is not one is the client. Hops may carry a port (`203.0.113.7:51234`,
- *   `[2001:db8::1]:443`). A hop that a trusted proxy wrote and that is not an address (`unknown`,
- *   `010.0.0.1` — an IPv4 part with a leading zero is not an address, since some parsers read it
- *   as octal) names no one: `undefined`.
+ * - `header: 'x-forwarded-for'` (default): the chain is walked from the right past trusted proxies
+ *   (at most `trustedHops` of them, the peer included, when set); the first hop that is not one is
+ *   the client. Hops may carry a port (`203.0.113.7:51234`, `[2001:db8::1]:443`). A hop that a
+ *   trusted proxy wrote and that is not an address (`unknown`, `010.0.0.1` — an IPv4 part with a
+ *   leading zero is not an address, since some parsers read it as octal) names no one:
+ *   `undefined`.
  * - `header: 'forwarded'`: RFC 7239, the `for=` of each element, walked the same way; quoted and
  *   bracketed IPv6 with a port, obfuscated identifiers (`for=_hidden`, which name the client as
- *   they are); `for=unknown` or an element without `for=` names no one.
+ *   they are); `for=unknown` or an element without `for=` names no one, and so does a value that
+ *   does not parse under RFC 7239's grammar (an unclosed quote, a repeated parameter, …).
  * - `'cf-connecting-ip'`, `'true-client-ip'`, `'fly-client-ip'`, `'x-real-ip'`: one address, the
  *   client (a port is dropped); absent → the peer itself.
  *
  * IPv6 results are grouped by `ipv6Subnet` (default 64); IPv4-mapped IPv6 becomes IPv4.
  *
- * @throws TypeError naming a `trustedProxies` entry that is not an address, range or known name,
- *   an unknown `header`, a `header` without `trustedProxies`, or an unknown option
+ * @throws TypeError naming a `trustedProxies` entry that is not an address, range, known name or
+ *   `'unix'`, an unknown `header`, a `header` or `trustedHops` without `trustedProxies`,
+ *   `trustedHops` with a single-address header, or an unknown option
+ * @throws RangeError naming `ipv6Subnet` or `trustedHops` when it is not a whole number in range
  * @example
  * const clientIp = createClientIpResolver({ trustedProxies: ['loopback'] });
  * clientIp('127.0.0.1', '198.51.100.4, 10.0.0.2'); // '10.0.0.2' (10.0.0.2 is not trusted)
@@ -68,20 +84,25 @@ const OBFUSCATED = /^_[A-Za-z0-9._-]+$/;
  */
 export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpResolver {
   if (options === null || typeof options !== 'object') {
-    throw new TypeError('clientIp must be an object: { trustedProxies?, ipv6Subnet?, header? }');
+    throw new TypeError(
+      'clientIp must be an object: { trustedProxies?, trustedHops?, ipv6Subnet?, header? }',
+    );
   }
   const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
   if (unknown.length > 0) {
     throw new TypeError(
       `clientIp has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected trustedProxies, ipv6Subnet, header',
+        'expected trustedProxies, trustedHops, ipv6Subnet, header',
     );
   }
   const subnet = options.ipv6Subnet ?? 64;
   if (!Number.isInteger(subnet) || subnet < 1 || subnet > 128) {
     throw new RangeError(`clientIp.ipv6Subnet must be a whole number from 1 to 128; got ${subnet}`);
   }
-  const trusted = trustList(options.trustedProxies ?? []);
+  const proxies = options.trustedProxies ?? [];
+  const trusted = trustList(proxies);
+  const trustUnix = Array.isArray(proxies) && proxies.includes(UNIX_SOCKET_PEER);
+  const anyTrusted = trusted !== undefined || trustUnix;
   const header = options.header ?? 'x-forwarded-for';
   if (!CLIENT_IP_HEADERS.includes(header)) {
     throw new TypeError(
@@ -89,12 +110,14 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
         `got ${JSON.stringify(header)}`,
     );
   }
-  if (options.header !== undefined && !trusted) {
+  if (options.header !== undefined && !anyTrusted) {
     throw new TypeError(
       `clientIp.header '${header}' is believed only from trusted proxies: set ` +
         'clientIp.trustedProxies to the addresses of the proxies that write it',
     );
   }
+  const chained = header === 'x-forwarded-for' || header === 'forwarded';
+  const maxHops = trustedHops(options.trustedHops, anyTrusted, chained, header);
   // Every request asks about its peer (and, behind proxies, the hops): the answers for the last
   // addresses seen are kept, as parsing and BlockList checks cost more than the rest of a lookup.
   const facts = memoized((address: string): AddressFacts | undefined => {
@@ -107,26 +130,64 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
     };
   });
   const isTrusted = (address: string): boolean =>
-    typeof address === 'string' && facts(address)?.trusted === true;
+    typeof address === 'string' &&
+    (address === UNIX_SOCKET_PEER ? trustUnix : facts(address)?.trusted === true);
   const resolve = (
     peerAddress: string | undefined,
     headerValue?: string | readonly string[],
   ): string | undefined => {
-    const peer = typeof peerAddress === 'string' ? facts(peerAddress) : undefined;
-    if (peer === undefined) return undefined;
-    if (!peer.trusted || headerValue === undefined) return peer.grouped;
-    const client =
-      header === 'x-forwarded-for' || header === 'forwarded'
-        ? walk(
-            isTrusted,
-            peer.canonical,
-            header === 'forwarded' ? forwardedFor(headerValue) : hops(headerValue),
-          )
-        : singleValue(headerValue);
-    if (client === undefined || OBFUSCATED.test(client)) return client;
+    if (typeof peerAddress !== 'string') return undefined;
+    const unix = peerAddress === UNIX_SOCKET_PEER;
+    const peer = unix ? undefined : facts(peerAddress);
+    if (!unix && peer === undefined) return undefined;
+    if (!isTrusted(peerAddress)) return peer?.grouped; // an untrusted Unix peer: no one
+    if (headerValue === undefined) return peer?.grouped; // a trusted Unix peer said nothing
+    let client: string | undefined;
+    if (header === 'forwarded') {
+      const elements = forwardedElements(headerValue);
+      client = elements && walk(isTrusted, peerAddress, elements, forwardedNode, maxHops);
+    } else if (chained) {
+      client = walk(isTrusted, peerAddress, forwardedForHops(headerValue), hopAddress, maxHops);
+    } else {
+      client = singleAddress(headerValue);
+    }
+    if (client === undefined || isObfuscated(client)) return client;
+    if (client === UNIX_SOCKET_PEER) return undefined; // the chain ended at the socket
     return facts(client)?.grouped ?? groupIp(client, subnet);
   };
   return Object.assign(resolve, { header, isTrusted });
+}
+
+/**
+ * `clientIp.trustedHops` checked: a whole number ≥ 1 counting hops through `trustedProxies`, for
+ * a header that carries a chain; `Infinity` when unset.
+ */
+function trustedHops(
+  value: unknown,
+  anyTrusted: boolean,
+  chained: boolean,
+  header: ClientIpHeader,
+): number {
+  if (value === undefined) return Infinity;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(
+      'clientIp.trustedHops must be a whole number ≥ 1 (how many proxies are in front of the ' +
+        `app, the one that connects to it included); got ${typeof value === 'number' ? String(value) : JSON.stringify(value)}`,
+    );
+  }
+  if (!anyTrusted) {
+    throw new TypeError(
+      'clientIp.trustedHops counts hops through clientIp.trustedProxies: set trustedProxies to ' +
+        'the addresses of those proxies too',
+    );
+  }
+  if (!chained) {
+    throw new TypeError(
+      "clientIp.trustedHops applies to 'x-forwarded-for' and 'forwarded', which carry a chain of " +
+        `hops; '${header}' names the client in one address`,
+    );
+  }
+  return value;
 }
 
 /** What a resolver knows of one address. */
@@ -154,39 +215,27 @@ function memoized<T>(fn: (text: string) => T, max = 1024): (text: string) => T {
   };
 }
 
-/** The client at the end of a chain: the first hop from the right that is not a trusted proxy. */
+/**
+ * The client at the end of a chain: walking from the right past trusted proxies, at most
+ * `maxHops` of them (the peer is the first), the first hop that is not one; `undefined` when a
+ * hop the walk reaches names no address (`null`: an element without one).
+ */
 function walk(
   isTrusted: (address: string) => boolean,
   peer: string,
-  chain: string[],
+  chain: Array<string | null>,
+  read: (hop: string) => string | undefined,
+  maxHops: number,
 ): string | undefined {
   let client = peer;
-  while (chain.length > 0 && isTrusted(client)) {
+  for (let walked = 0; walked < maxHops && chain.length > 0 && isTrusted(client); walked++) {
     const hop = chain.pop()!;
-    if (OBFUSCATED.test(hop)) return hop; // the proxy's own name for its client
-    const address = hopAddress(hop);
+    const address = hop === null ? undefined : read(hop);
     if (address === undefined) return undefined; // a trusted proxy wrote no address: no one
+    if (isObfuscated(address)) return address; // the proxy's own name for its client
     client = address;
   }
   return client;
-}
-
-function singleValue(value: string | readonly string[]): string | undefined {
-  const text = typeof value === 'string' ? value : value.length === 1 ? value[0]! : '';
-  return hopAddress(text);
-}
-
-/**
- * The address in one hop: IPv4 or IPv6, optionally bracketed, optionally with a port
- * (`203.0.113.7:51234`, `[2001:db8::1]:443`); `undefined` when it is not one.
- */
-function hopAddress(hop: string): string | undefined {
-  const text = hop.trim();
-  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
-  if (bracketed)
-    return isIP(stripZone(bracketed[1]!)) === 6 ? canonicalIp(bracketed[1]) : undefined;
-  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text);
-  return canonicalIp(v4WithPort ? v4WithPort[1] : text);
 }
 
 /**
@@ -208,59 +257,9 @@ const isInternalText = memoized((address: string): boolean => {
 });
 
 function trustList(entries: readonly string[]): BlockList | undefined {
-  return ipRangeList(entries, 'clientIp.trustedProxies');
-}
-
-/** The hops of an X-Forwarded-For value, left to right (empty entries skipped). */
-function hops(header: string | readonly string[]): string[] {
-  const text = typeof header === 'string' ? header : header.join(',');
-  return text
-    .split(',')
-    .map((hop) => hop.trim())
-    .filter((hop) => hop !== '');
-}
-
-/**
- * The `for=` values of an RFC 7239 `Forwarded` value, left to right; an element without one
- * gives `unknown` (that proxy did not say who its client was).
- */
-function forwardedFor(header: string | readonly string[]): string[] {
-  const text = typeof header === 'string' ? header : header.join(',');
-  const result: string[] = [];
-  // Elements are separated by commas and pairs by semicolons, outside quoted strings.
-  for (const element of splitOutsideQuotes(text, ',')) {
-    if (element.trim() === '') continue;
-    let value = 'unknown';
-    for (const pair of splitOutsideQuotes(element, ';')) {
-      const eq = pair.indexOf('=');
-      if (eq < 0 || pair.slice(0, eq).trim().toLowerCase() !== 'for') continue;
-      const raw = pair.slice(eq + 1).trim();
-      value =
-        raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2
-          ? raw.slice(1, -1).replace(/\\(.)/g, '$1')
-          : raw;
-    }
-    result.push(value);
-  }
-  return result;
-}
-
-function splitOutsideQuotes(text: string, separator: string): string[] {
-  const parts: string[] = [];
-  let current = '';
-  let quoted = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (quoted && c === '\\' && i + 1 < text.length) {
-      current += c + text[++i]!;
-      continue;
-    }
-    if (c === '"') quoted = !quoted;
-    if (c === separator && !quoted) {
-      parts.push(current);
-      current = '';
-    } else current += c;
-  }
-  parts.push(current);
-  return parts;
+  const given: unknown = entries;
+  const addresses = Array.isArray(given)
+    ? entries.filter((entry) => entry !== UNIX_SOCKET_PEER)
+    : entries;
+  return ipRangeList(addresses, 'clientIp.trustedProxies', [UNIX_SOCKET_PEER]);
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { UNIX_SOCKET_PEER } from './client-ip-header.util';
 
 /**
  * The parts of an Express `Request` or a Fastify `FastifyRequest` redlimit reads. Both adapters
@@ -13,15 +14,19 @@ export interface HttpRequestLike {
   readonly headers?: IncomingHttpHeaders;
   /** Express and Fastify (a getter over `raw.socket`). */
   readonly socket?: {
-    /** The connection's peer address. */
+    /** The connection's peer address (none over a Unix domain socket). */
     readonly remoteAddress?: string;
+    /** The server that accepted the connection: its `address()` is a path for a Unix socket. */
+    readonly server?: { address?(): unknown } | null;
   };
   /** Fastify: the Node request. */
   readonly raw?: {
     /** The Node request's socket. */
     readonly socket?: {
-      /** The connection's peer address. */
+      /** The connection's peer address (none over a Unix domain socket). */
       readonly remoteAddress?: string;
+      /** The server that accepted the connection. */
+      readonly server?: { address?(): unknown } | null;
     };
   };
   /** Express: the matched route. */
@@ -57,9 +62,19 @@ export interface HttpResponseLike {
   setHeader?(name: string, value: string): unknown;
 }
 
-/** The connection's peer address (never a header). */
+/**
+ * The connection's peer address (never a header); `'unix'` for a connection accepted on a Unix
+ * domain socket (which has no peer address); `undefined` when it cannot be read (the client reset
+ * the connection).
+ */
 export function peerAddress(request: HttpRequestLike): string | undefined {
-  return request.socket?.remoteAddress ?? request.raw?.socket?.remoteAddress;
+  const socket = request.socket ?? request.raw?.socket;
+  const address = socket?.remoteAddress ?? request.raw?.socket?.remoteAddress;
+  if (address !== undefined) return address;
+  const server = socket?.server ?? request.raw?.socket?.server;
+  return typeof server?.address === 'function' && typeof server.address() === 'string'
+    ? UNIX_SOCKET_PEER
+    : undefined;
 }
 
 /**

@@ -17,7 +17,8 @@ export const NAMED_IP_RANGES: Readonly<Record<string, readonly string[]>> = Obje
 /**
  * A `node:net` `BlockList` of addresses (`'203.0.113.7'`, `'2001:db8::1'`), CIDR ranges
  * (`'10.0.0.0/8'`, `'2001:db8::/32'`, `'::ffff:10.0.0.0/104'` as `10.0.0.0/8`) and the names of
- * {@link NAMED_IP_RANGES}; `undefined` for an empty list. `option` names the list in errors.
+ * {@link NAMED_IP_RANGES}; `undefined` for an empty list. `option` names the list in errors, and
+ * `otherNames` the names the caller accepts besides (shown in the error; not in `entries`).
  *
  * @throws TypeError naming the option when `entries` is not an array, or naming the first entry
  *   that is not an address, a range (prefix length a whole number within the family's bits) or a
@@ -26,7 +27,11 @@ export const NAMED_IP_RANGES: Readonly<Record<string, readonly string[]>> = Obje
  * const list = ipRangeList(['10.0.0.0/8', 'loopback'], 'allow.ips');
  * inIpRangeList(list!, '10.1.2.3'); // true
  */
-export function ipRangeList(entries: readonly string[], option: string): BlockList | undefined {
+export function ipRangeList(
+  entries: readonly string[],
+  option: string,
+  otherNames: readonly string[] = [],
+): BlockList | undefined {
   const given: unknown = entries; // narrowing the typed parameter would widen it to any[]
   if (!Array.isArray(given)) {
     throw new TypeError(`${option} must be an array of addresses, ranges or names`);
@@ -35,7 +40,7 @@ export function ipRangeList(entries: readonly string[], option: string): BlockLi
   const list = new BlockList();
   for (const entry of entries) {
     const named = typeof entry === 'string' ? NAMED_IP_RANGES[entry] : undefined;
-    for (const range of named ?? [entry]) addRange(list, range, entry, option);
+    for (const range of named ?? [entry]) addRange(list, range, entry, option, otherNames);
   }
   return list;
 }
@@ -51,7 +56,13 @@ export function inIpRangeList(list: BlockList, address: string): boolean {
   return list.check(address, isIPv4(address) ? 'ipv4' : 'ipv6');
 }
 
-function addRange(list: BlockList, range: unknown, entry: unknown, option: string): void {
+function addRange(
+  list: BlockList,
+  range: unknown,
+  entry: unknown,
+  option: string,
+  otherNames: readonly string[],
+): void {
   const text = typeof range === 'string' ? range.trim() : '';
   const slash = text.indexOf('/');
   const address = slash < 0 ? text : text.slice(0, slash);
@@ -66,7 +77,7 @@ function addRange(list: BlockList, range: unknown, entry: unknown, option: strin
   if (canonical === undefined || !Number.isInteger(prefix) || prefix < 0 || prefix > max) {
     throw new TypeError(
       `${option}: '${String(entry)}' is not an IP address, a CIDR range ` +
-        `or one of ${Object.keys(NAMED_IP_RANGES).join(', ')}`,
+        `or one of ${[...Object.keys(NAMED_IP_RANGES), ...otherNames].join(', ')}`,
     );
   }
   list.addSubnet(canonical, prefix, family === 4 ? 'ipv4' : 'ipv6');

@@ -8,6 +8,7 @@ import {
 } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
+import { UNIX_SOCKET_PEER, wholePrivateRangeEntry } from './client-ip-header.util';
 import { type ClientIpResolver, createClientIpResolver, isInternalAddress } from './client-ip.util';
 import {
   type HttpRequestLike,
@@ -68,6 +69,7 @@ export class RedlimitHttp {
     this.headerStyle = style;
     this.resolveClientIp = createClientIpResolver(options.clientIp);
     this.clientIpOptions = options.clientIp;
+    this.warnOfPrivateRange(options.clientIp);
     this.keySecret = options.keySecret;
     const header = options.apiKey?.header ?? 'x-api-key';
     if (typeof header !== 'string' || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(header)) {
@@ -142,15 +144,17 @@ export class RedlimitHttp {
    *
    * @throws IdentityInputError (`part` `'ip'`; the guard and the interceptor answer 400 before
    *   anything is charged) when the client cannot be named: the peer address cannot be read (the
-   *   client reset the connection), or a trusted proxy wrote no address (`unknown`, a malformed
-   *   hop). Such a request is never charged to one shared budget that one client could exhaust.
+   *   client reset the connection; a Unix socket unless `trustedProxies` names `'unix'`), the
+   *   header does not parse, or a trusted proxy wrote no address (`unknown`, a malformed hop, no
+   *   header over a trusted Unix socket). Such a request is never charged to one shared budget
+   *   that one client could exhaust.
    */
   clientIp(request: HttpRequestLike): string {
     const peer = peerAddress(request);
     const headers = request.headers;
     const value = headers?.[this.resolveClientIp.header];
     const client = this.resolveClientIp(peer, value);
-    if (peer !== undefined && !this.warned.has('untrusted')) {
+    if (peer !== undefined && peer !== UNIX_SOCKET_PEER && !this.warned.has('untrusted')) {
       // The header test first: the address tests cost more than the rest of this method.
       const sent =
         headers?.['x-forwarded-for'] !== undefined
@@ -163,30 +167,71 @@ export class RedlimitHttp {
           'untrusted',
           `${HEADER_NAMES[sent]} arrived from ${peer}, which is not in clientIp.trustedProxies: ` +
             'clients are told apart by peer address, so if a proxy in front of this app sent it, ' +
-            'every client behind that proxy shares one budget. Add the proxy to ' +
-            "clientIp.trustedProxies (e.g. 'loopback', 'private'), or ignore this if nothing should send it.",
+            `every client behind that proxy shares one budget. Add the proxy's address (${peer}) ` +
+            'to clientIp.trustedProxies, or ignore this if nothing should send it.',
         );
       }
     }
     if (client !== undefined) return client;
+    const headerName = HEADER_NAMES[this.resolveClientIp.header];
     if (peer === undefined) {
       this.warnOnce(
         'no-peer',
         'A request arrived whose peer address could not be read (the client reset the connection?): ' +
           'it was refused with 400 instead of being charged to one shared budget.',
       );
+    } else if (peer === UNIX_SOCKET_PEER && !this.resolveClientIp.isTrusted(peer)) {
+      this.warnOnce(
+        'unix-untrusted',
+        'A request arrived over a Unix socket, which has no peer address: it was refused with 400 ' +
+          'instead of being charged to one shared budget. If a proxy (nginx, …) forwards to this ' +
+          `socket, add 'unix' to clientIp.trustedProxies so that its ${headerName} names the client.`,
+      );
+    } else if (peer === UNIX_SOCKET_PEER && value === undefined) {
+      this.warnOnce(
+        'unix-no-header',
+        `A request arrived over the Unix socket ('unix' is in clientIp.trustedProxies) but the ` +
+          `proxy sent no ${headerName}: it was refused with 400 instead of being charged to one ` +
+          `shared budget. Make the proxy write ${headerName} (clientIp.header).`,
+      );
     } else {
       const shown = JSON.stringify(
         (Array.isArray(value) ? value.join(', ') : String(value)).slice(0, 200),
       );
+      const from = peer === UNIX_SOCKET_PEER ? 'on the Unix socket' : `(${peer})`;
       this.warnOnce(
         'no-client',
-        `A trusted proxy (${peer}) sent ${HEADER_NAMES[this.resolveClientIp.header]}: ${shown}, ` +
-          'which names no client address: such requests are refused with 400 instead of being ' +
-          'charged to one shared budget. Check what the proxy writes, and clientIp.header.',
+        `A trusted proxy ${from} sent ${headerName}: ${shown}, which names no client address: ` +
+          'such requests are refused with 400 instead of being charged to one shared budget. ' +
+          'Check what the proxy writes, and clientIp.header.',
       );
     }
     throw new IdentityInputError('ip', 'no-client-address');
+  }
+
+  /**
+   * Warns once, under `NODE_ENV=production`, when `clientIp.trustedProxies` trusts a whole private
+   * range and `clientIp.trustedHops` does not bound the walk: every client on that network (a
+   * VPN, a peered VPC, another pod) is then a "proxy" that can name its own address.
+   */
+  private warnOfPrivateRange(options: RedlimitModuleOptions['clientIp']): void {
+    if (process.env.NODE_ENV !== 'production' || options?.trustedHops !== undefined) return;
+    const broad = wholePrivateRangeEntry(options?.trustedProxies ?? []);
+    if (broad === undefined) return;
+    const chained =
+      (options?.header ?? 'x-forwarded-for') === 'x-forwarded-for' ||
+      options?.header === 'forwarded';
+    this.warnOnce(
+      'private-range',
+      `clientIp.trustedProxies entry '${broad.entry}' trusts a whole private range ` +
+        `(${broad.range}) without clientIp.trustedHops: any client that holds an address there ` +
+        '(a VPN or a peered VPC, another container or pod) is taken for a proxy and can name its ' +
+        `own address in ${HEADER_NAMES[options?.header ?? 'x-forwarded-for']}, a fresh budget per ` +
+        "request. List your proxies' own addresses" +
+        (chained
+          ? ', or set clientIp.trustedHops to the number of proxies in front of the app.'
+          : ' (clientIp.trustedHops does not apply to a single-address header).'),
+    );
   }
 
   private warnOnce(kind: string, message: string): void {

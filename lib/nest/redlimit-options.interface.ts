@@ -77,18 +77,32 @@ export type ClientIpHeader =
  * found.
  *
  * @example
- * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['loopback', '10.0.0.0/8'], ipv6Subnet: 56 } });
+ * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['10.0.3.7', '10.0.3.8'], ipv6Subnet: 56 } });
+ * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['10.0.0.0/8'], trustedHops: 1 } });
  * RedlimitModule.forRoot({ clientIp: { trustedProxies: CLOUDFLARE_RANGES, header: 'cf-connecting-ip' } });
  */
 export interface ClientIpOptions {
   /**
-   * Proxies whose `X-Forwarded-For` is believed: addresses (`'10.0.0.7'`), CIDR ranges
-   * (`'10.0.0.0/8'`, `'fd00::/8'`) or the names `'loopback'`, `'private'` (RFC 1918 and `fc00::/7`)
-   * and `'linklocal'`. The client is the right-most address of the chain that is not a trusted
-   * proxy. Default: none — the peer address of the connection is the client and
-   * `X-Forwarded-For` is ignored.
+   * Proxies whose client-IP header is believed: addresses (`'10.0.0.7'`), CIDR ranges
+   * (`'10.0.0.0/8'`, `'fd00::/8'`), the names `'loopback'`, `'private'` (RFC 1918 and `fc00::/7`)
+   * and `'linklocal'`, and `'unix'` (the peer of a request that came over a Unix domain socket,
+   * such as nginx's `proxy_pass http://unix:/run/app.sock`). The client is the right-most address
+   * of the chain that is not a trusted proxy. Every address in these ranges is taken for a proxy:
+   * trusting a whole private range lets any client that holds an address there (a VPN or a peered
+   * VPC, another container) name its own address, unless `trustedHops` bounds the walk (a warning
+   * says so at startup under `NODE_ENV=production`). Default: none — the peer address of the
+   * connection is the client and `X-Forwarded-For` is ignored.
    */
   readonly trustedProxies?: readonly string[];
+  /**
+   * How many proxies are in front of the app, the one that connects to it included (as a number
+   * in Express's `trust proxy`): the chain is walked from the right past at most this many hops,
+   * and each of them must also be in `trustedProxies` (required with it); the walk stops earlier
+   * at the first hop that is not. A client, whatever address it holds, then cannot make itself a
+   * proxy by writing more hops. For `'x-forwarded-for'` and `'forwarded'` only. A whole number
+   * ≥ 1; default: no bound.
+   */
+  readonly trustedHops?: number;
   /**
    * IPv6 clients are grouped by this prefix length, since one host usually holds a whole /64.
    * Default 64; 128 keeps single addresses. IPv4-mapped IPv6 addresses count as IPv4.

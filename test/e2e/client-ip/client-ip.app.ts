@@ -19,9 +19,13 @@ import {
   type ClientIpOptions,
   RedlimitGuard,
   RedlimitModule,
+  type RedlimitModuleOptions,
   Throttle,
 } from '../../../lib/nest';
 import { CountingStore } from '../support/counting-store';
+
+/** How many times each handler ran (reset it between specs). */
+export const handled = { throttled: 0, attempt: 0 };
 
 @Controller()
 @UseGuards(RedlimitGuard)
@@ -29,12 +33,14 @@ class IpController {
   @Get('throttled')
   @Throttle('two')
   throttled(): string {
+    handled.throttled++;
     return 'ok';
   }
 
   @Post('attempt')
   @HttpCode(200)
   attempt(@Attempt('ip', { policy: 'two' }) _attempt: Attempt): string {
+    handled.attempt++;
     return 'ok';
   }
 }
@@ -49,13 +55,18 @@ function dropPeer(request: IncomingMessage, response: ServerResponse, next: () =
   next();
 }
 
-export function clientIpApp(clientIp?: ClientIpOptions, store = new CountingStore()): Type {
+export function clientIpApp(
+  clientIp?: ClientIpOptions,
+  store = new CountingStore(),
+  extra: Pick<RedlimitModuleOptions, 'allow'> = {},
+): Type {
   @Module({
     imports: [
       RedlimitModule.forRoot({
         store,
         policies: { two: { algorithm: 'sliding-window', limit: 2, window: '1m' } },
         ...(clientIp && { clientIp }),
+        ...extra,
       }),
     ],
     controllers: [IpController],

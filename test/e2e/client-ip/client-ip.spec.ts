@@ -200,7 +200,7 @@ describe('client IP resolution', () => {
       createClientIpResolver({ trustedProxies: ['loopback'], header: 'x-client-ip' as never }),
     ).toThrow(/clientIp\.header must be one of 'x-forwarded-for', 'forwarded', 'cf-connecting-ip'/);
     expect(() => createClientIpResolver({ trustedProxy: ['loopback'] } as never)).toThrow(
-      /clientIp has unknown option 'trustedProxy'; expected trustedProxies, ipv6Subnet, header/,
+      /clientIp has unknown option 'trustedProxy'; expected trustedProxies, trustedHops, ipv6Subnet, header/,
     );
   });
 });
