@@ -37,7 +37,8 @@ export type EnvSource =
  * | `REDLIMIT_POLICIES` | `login=fixed-window:10/15m,api=sliding-window:100/1m` (see {@link parsePolicySpec}) |
  * | `REDLIMIT_DEFAULT_POLICY` | a policy name |
  * | `REDLIMIT_HEADERS` | `ietf`, `legacy`, `both` or `none` |
- * | `REDLIMIT_TRUSTED_PROXIES` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal` |
+ * | `REDLIMIT_TRUSTED_PROXIES` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`, `unix` |
+ * | `REDLIMIT_TRUSTED_HOPS` | whole number ≥ 1: how many proxies are in front of the app (`clientIp.trustedHops`) |
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
@@ -152,7 +153,17 @@ export function redlimitOptionsFromEnv(
     clientIp.header = ipHeader.toLowerCase() as ClientIpHeader;
     validateClientIp('REDLIMIT_CLIENT_IP_HEADER', ipHeader, clientIp);
   }
-  if (proxies !== undefined || subnet !== undefined || ipHeader !== undefined) {
+  const hops = read('REDLIMIT_TRUSTED_HOPS');
+  if (hops !== undefined) {
+    clientIp.trustedHops = /^\d+$/.test(hops) ? Number(hops) : NaN;
+    validateClientIp('REDLIMIT_TRUSTED_HOPS', hops, clientIp);
+  }
+  if (
+    proxies !== undefined ||
+    subnet !== undefined ||
+    ipHeader !== undefined ||
+    hops !== undefined
+  ) {
     options.clientIp = clientIp;
   }
 

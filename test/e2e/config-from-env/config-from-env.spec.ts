@@ -107,6 +107,30 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     });
   });
 
+  it("reads REDLIMIT_TRUSTED_HOPS, and 'unix' in REDLIMIT_TRUSTED_PROXIES; an odd hop count names the variable", () => {
+    expect(
+      redlimitOptionsFromEnv({
+        REDLIMIT_TRUSTED_PROXIES: 'unix, 10.0.0.0/8',
+        REDLIMIT_TRUSTED_HOPS: '2',
+      }).clientIp,
+    ).toEqual({ trustedProxies: ['unix', '10.0.0.0/8'], trustedHops: 2 });
+    for (const hops of ['0', '-1', '1.5', 'Infinity', 'two', '1e3']) {
+      expect(() =>
+        redlimitOptionsFromEnv({
+          REDLIMIT_TRUSTED_PROXIES: 'private',
+          REDLIMIT_TRUSTED_HOPS: hops,
+        }),
+      ).toThrow(
+        new RegExp(
+          `^REDLIMIT_TRUSTED_HOPS="${hops.replace('.', '\\.')}" is invalid: clientIp\\.trustedHops must be a whole number ≥ 1`,
+        ),
+      );
+    }
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_TRUSTED_HOPS: '1' })).toThrow(
+      /^REDLIMIT_TRUSTED_HOPS="1" is invalid: clientIp\.trustedHops counts hops through clientIp\.trustedProxies/,
+    );
+  });
+
   it('reads shadow mode and the refusal cache', () => {
     expect(
       redlimitOptionsFromEnv({ REDLIMIT_SHADOW: 'TRUE', REDLIMIT_REFUSAL_CACHE: 'true' }),
