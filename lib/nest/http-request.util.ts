@@ -16,8 +16,11 @@ export interface HttpRequestLike {
   readonly socket?: {
     /** The connection's peer address (none over a Unix domain socket). */
     readonly remoteAddress?: string;
-    /** The server that accepted the connection: its `address()` is a path for a Unix socket. */
-    readonly server?: { address?(): unknown } | null;
+    /** The server that accepted the connection. */
+    readonly server?: {
+      /** Where it listens: a path for a Unix socket. */
+      address?(): unknown;
+    } | null;
   };
   /** Fastify: the Node request. */
   readonly raw?: {
@@ -26,7 +29,10 @@ export interface HttpRequestLike {
       /** The connection's peer address (none over a Unix domain socket). */
       readonly remoteAddress?: string;
       /** The server that accepted the connection. */
-      readonly server?: { address?(): unknown } | null;
+      readonly server?: {
+        /** Where it listens: a path for a Unix socket. */
+        address?(): unknown;
+      } | null;
     };
   };
   /** Express: the matched route. */

@@ -78,7 +78,7 @@ export type ClientIpHeader =
  *
  * @example
  * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['10.0.3.7', '10.0.3.8'], ipv6Subnet: 56 } });
- * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['10.0.0.0/8'], trustedHops: 1 } });
+ * RedlimitModule.forRoot({ clientIp: { trustedProxies: ['10.0.3.0/28'], trustedHops: 1 } });
  * RedlimitModule.forRoot({ clientIp: { trustedProxies: CLOUDFLARE_RANGES, header: 'cf-connecting-ip' } });
  */
 export interface ClientIpOptions {
