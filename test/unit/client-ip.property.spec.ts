@@ -12,7 +12,8 @@ import { createClientIpResolver } from '../../lib/nest/client-ip.util';
 import type { ClientIpHeader } from '../../lib/nest/redlimit-options.interface';
 import { canonicalIp, groupIp } from '../../lib/nest/ip-address.util';
 
-const RUNS = Number(process.env.RUNS ?? 400);
+/** Runs per property (`REDLIMIT_PROPERTY_RUNS` for a deeper search): a few seconds in all. */
+const RUNS = Math.max(400, Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 0));
 
 // ---- the reference grammar ----------------------------------------------------------------
 
