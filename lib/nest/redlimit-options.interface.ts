@@ -257,8 +257,9 @@ export interface RedlimitModuleOptions {
   /**
    * The Redis store's refusal cache (see `RedisStoreOptions.refusalCache`): a caller refused with
    * a wait (out of budget, or locked out) is refused again in process, without a round trip, until
-   * the wait has passed. `true` keeps at most 10 000 refusals; `{ maxKeys }` sets the bound.
-   * Applies to the store built from `redis` (the in-memory store needs none). Default off.
+   * the wait has passed, asking Redis again at least every `maxAgeMs` (default 1 s: an unlock on
+   * another instance is seen within it). `true` keeps at most 10 000 refusals; `{ maxKeys,
+   * maxAgeMs }` sets the bounds. Applies to the store built from `redis` (the in-memory store needs none). Default off.
    */
   readonly refusalCache?: boolean | RefusalCacheOptions;
   /** Fail mode of policies that set none. Default `'closed'`. */

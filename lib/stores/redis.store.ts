@@ -85,9 +85,9 @@ export interface RedisStoreOptions {
    * Remembers refusals in this process (see {@link RefusalCache}): a consume refused with a wait
    * (out of budget, or locked out) is refused again without a round trip, with
    * `decision.cached: true`, for the same policy, keys and cost until the wait has passed. It only
-   * refuses, never admits. `true` keeps at most 10 000 refusals; `{ maxKeys }` sets the bound.
-   * Inexact in one way: a refund or reset made by another process is not seen until the wait
-   * passes (those made through this store are). Default: off.
+   * refuses, never admits. `true` keeps at most 10 000 refusals and asks Redis again at least every
+   * second; `{ maxKeys, maxAgeMs }` sets those bounds. A refund or reset made by another process is
+   * seen within `maxAgeMs` (those made through this store at once). Default: off.
    */
   readonly refusalCache?: boolean | RefusalCacheOptions;
 }

@@ -17,9 +17,15 @@ export interface RefusalCacheOptions {
    * Default 10 000.
    */
   readonly maxKeys?: number;
+  /**
+   * The longest a refusal is answered from memory before Redis is asked again (and it is
+   * remembered anew if it still stands), in ms: the bound on how long a reset or refund made by
+   * another process (a support unlock, `redlimit reset`) goes unseen here. Default 1 000.
+   */
+  readonly maxAgeMs?: number;
 }
 
-const OPTIONS: readonly (keyof RefusalCacheOptions)[] = ['maxKeys'];
+const OPTIONS: readonly (keyof RefusalCacheOptions)[] = ['maxKeys', 'maxAgeMs'];
 
 interface Entry {
   /** The answer, with `cached` set. */
@@ -43,8 +49,8 @@ interface Entry {
  * limiters that share a name but not their limits never answer each other's calls. It only ever refuses, never admits; allowed decisions, failures and peeks are never
  * remembered. A wait counts from when the refused call was issued (before Redis decided it), so a
  * remembered refusal ends no later than Redis's own. A refund or reset through the same store
- * forgets the refusals naming its keys at once; one made by another process is not seen (such a
- * caller waits out the refusal it was given). Bounded by `maxKeys`, least recently refused
+ * forgets the refusals naming its keys at once; one made by another process is seen within
+ * `maxAgeMs` (a refusal is answered from memory at most that long before Redis is asked again). Bounded by `maxKeys`, least recently refused
  * forgotten first (a hit counts as a refusal once half the bound was written since it last did);
  * no timer per entry.
  */
@@ -55,6 +61,7 @@ export class RefusalCache {
   /** Single-key consumes: policy identity → cost → caller key → entry name. */
   private readonly single = new Map<string, Map<number, Map<string, string>>>();
   private readonly maxKeys: number;
+  private readonly maxAgeMs: number;
   /** Entries placed at the end of `entries` so far. */
   private written = 0;
   /** Refunds and resets seen so far (see {@link issue}). */
@@ -70,7 +77,9 @@ export class RefusalCache {
   ) {
     const given = options === true ? {} : options;
     if (given === null || typeof given !== 'object') {
-      throw new TypeError('RedisStore options.refusalCache must be true or { maxKeys }');
+      throw new TypeError(
+        'RedisStore options.refusalCache must be true or { maxKeys?, maxAgeMs? }',
+      );
     }
     checkOptions(given, OPTIONS, 'RedisStore options.refusalCache');
     const maxKeys = given.maxKeys ?? 10_000;
@@ -80,6 +89,13 @@ export class RefusalCache {
       );
     }
     this.maxKeys = maxKeys;
+    const maxAgeMs = given.maxAgeMs ?? 1_000;
+    if (!Number.isSafeInteger(maxAgeMs) || maxAgeMs < 1) {
+      throw new RangeError(
+        `RedisStore options.refusalCache.maxAgeMs must be a whole number of ms of at least 1; got ${String(maxAgeMs)}`,
+      );
+    }
+    this.maxAgeMs = maxAgeMs;
   }
 
   /**
@@ -184,7 +200,7 @@ export class RefusalCache {
       single,
       answer,
       issuedAt,
-      until: issuedAt + waitMs,
+      until: issuedAt + Math.min(waitMs, this.maxAgeMs),
       pairs,
       written: ++this.written,
     });

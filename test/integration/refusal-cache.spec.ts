@@ -1,18 +1,65 @@
 import Redis from 'ioredis';
-import { Limiter, type PolicyOptions, RedisStore } from '../../lib';
+import { Limiter, type PolicyOptions, type Receipt, RedisStore } from '../../lib';
 import { backends, TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer, uniquePrefix } from '../support/redis';
 
 const stores = backends('refusal-cache');
 const redisBackends = stores.filter((b) => b.name !== 'memory');
 
+const HOUR = 3_600_000;
 const otp: PolicyOptions = { name: 'otp', algorithm: 'fixed-window', limit: 2, window: '1m' };
+
+describe.each(redisBackends)('$name store: refusal cache × another process', (backend) => {
+  // Two stores on one Redis and prefix: two processes of one app.
+  const prefix = uniquePrefix('refusal-cache-processes');
+  const processOf = (clock: TestClock, refusalCache: true | { maxAgeMs: number } = true) =>
+    new RedisStore({ client: backend.client!, prefix, clock: clock.read, refusalCache });
+
+  it('a reset in another process (a support unlock) reaches a cached refusal within maxAgeMs (1 s by default)', async () => {
+    const clock = new TestClock();
+    const a = new Limiter(processOf(clock), { ...otp, name: 'unlock' });
+    const b = new Limiter(processOf(clock), { ...otp, name: 'unlock' });
+    await a.consume('phone:1');
+    await a.consume('phone:1');
+    expect(await a.consume('phone:1')).toMatchObject({ allowed: false, retryAfterMs: 60_000 });
+    expect((await a.consume('phone:1')).cached).toBe(true);
+    await b.reset('phone:1'); // another process: A does not see it
+    clock.advance(999);
+    expect((await a.consume('phone:1')).cached).toBe(true); // within the bound
+    clock.advance(1);
+    expect(await a.consume('phone:1')).toMatchObject({ allowed: true });
+  });
+
+  it('a refund in another process reaches it within maxAgeMs too, and maxAgeMs sets the bound', async () => {
+    const clock = new TestClock();
+    const a = new Limiter(processOf(clock, { maxAgeMs: 5_000 }), { ...otp, name: 'refund' });
+    const b = new Limiter(processOf(clock), { ...otp, name: 'refund' });
+    const first = await a.consume('phone:2');
+    await a.consume('phone:2');
+    expect((await a.consume('phone:2')).allowed).toBe(false);
+    await b.refund(JSON.parse(JSON.stringify(first.receipt)) as Receipt);
+    clock.advance(4_999);
+    expect((await a.consume('phone:2')).cached).toBe(true);
+    clock.advance(1);
+    expect((await a.consume('phone:2')).allowed).toBe(true);
+  });
+
+  it.each([0, -1, 1.5, Infinity, '1000'])('refuses maxAgeMs %p, naming it', (maxAgeMs) => {
+    expect(() =>
+      processOf(new TestClock(), { maxAgeMs } as unknown as { maxAgeMs: number }),
+    ).toThrow(/options\.refusalCache\.maxAgeMs must be a whole number of ms of at least 1/);
+  });
+});
 
 describe.each(redisBackends)('$name store: refusal cache', (backend) => {
   let clock: TestClock;
   let prefix: string;
-  const store = (options: { refusalCache?: true | { maxKeys: number } } = { refusalCache: true }) =>
-    new RedisStore({ client: backend.client!, prefix, clock: clock.read, ...options });
+  // (refusals kept for their whole wait: the specs below are about the cache within one process)
+  const store = (
+    options: { refusalCache?: true | { maxKeys?: number; maxAgeMs?: number } } = {
+      refusalCache: { maxAgeMs: HOUR },
+    },
+  ) => new RedisStore({ client: backend.client!, prefix, clock: clock.read, ...options });
   beforeEach(() => {
     clock = new TestClock();
     prefix = uniquePrefix('refusal-cache');
@@ -81,7 +128,10 @@ describe.each(redisBackends)('$name store: refusal cache', (backend) => {
   });
 
   it('keeps at most maxKeys refusals, the least recently refused forgotten first', async () => {
-    const limiter = new Limiter(store({ refusalCache: { maxKeys: 2 } }), { ...otp, limit: 1 });
+    const limiter = new Limiter(store({ refusalCache: { maxKeys: 2, maxAgeMs: HOUR } }), {
+      ...otp,
+      limit: 1,
+    });
     for (const key of ['a', 'b', 'c']) {
       await limiter.consume(key);
       await limiter.consume(key);
@@ -285,7 +335,7 @@ describe('refusal cache: no round trip, and options', () => {
   });
 
   it.each([
-    ['yes', /options\.refusalCache must be true or \{ maxKeys \}/],
+    ['yes', /options\.refusalCache must be true or \{ maxKeys\?, maxAgeMs\? \}/],
     [{ maxKeys: 0 }, /options\.refusalCache\.maxKeys must be a whole number of at least 1; got 0/],
     [{ max: 5 }, /options\.refusalCache\.max is not an option/],
   ])('refusalCache %j is refused, naming it', (refusalCache, message) => {
