@@ -36,6 +36,13 @@ export interface Receipt {
   readonly spent: boolean;
   /** Charged to the in-process fallback (`failMode: 'memory'`) while the store was failing. */
   readonly fallback?: boolean;
+  /**
+   * With the limiter option `receiptSecret`: an HMAC of every field above, checked before a
+   * refund, adjustment, release or extension reaches the store, so a receipt that left the process
+   * (stored as JSON, handed out as a reservation token) cannot be forged or moved to another key.
+   * Keep it when you store receipts.
+   */
+  readonly mac?: string;
 }
 
 /** Why a decision was made without the store. */

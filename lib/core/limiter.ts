@@ -19,6 +19,7 @@ import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './er
 import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
+import { hasValidMac, receiptMac } from './receipt-mac.util';
 import { checkArgumentCount, checkOptions } from './options.util';
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
@@ -84,6 +85,16 @@ export interface LimiterOptions {
    * timer that honours the AbortSignal. A test on a controllable clock can advance it instead.
    */
   readonly sleep?: Sleep;
+  /**
+   * A secret (at least 16 characters) that authenticates this limiter's receipts: each spent
+   * receipt carries an HMAC of its fields (`receipt.mac`), and a refund, adjustment, release or
+   * extension of a receipt whose mac does not match (edited, forged, moved to another key, signed
+   * with another secret) is refused with a TypeError before the store is touched. Set it when
+   * receipts leave the process (stored as JSON, handed to a client): without it a receipt is a
+   * bearer credential, and a copy with a made-up `spendId` refunds units never spent. Share it
+   * between the instances that refund each other's receipts. Default: none.
+   */
+  readonly receiptSecret?: string;
 }
 
 /** Options of {@link Limiter.waitFor}: a cost, and how long to wait at most. */
@@ -98,6 +109,7 @@ const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
   'timeoutMs',
   'failureRetryAfterMs',
   'onStoreFailure',
+  'receiptSecret',
   'onSettleError',
   'events',
   'onShadowRefusal',
@@ -189,6 +201,18 @@ export class Limiter {
     }
     this.deadlines = new Deadlines(this.timeoutMs);
     this.failureRetryAfterMs = positiveMs(options.failureRetryAfterMs, 1000, 'failureRetryAfterMs');
+    const { receiptSecret } = options;
+    if (
+      receiptSecret !== undefined &&
+      (typeof receiptSecret !== 'string' || receiptSecret.length < 16)
+    ) {
+      // Its length or type only: never the secret itself.
+      throw new TypeError(
+        `Limiter options.receiptSecret must be a string of at least 16 characters; got ${
+          typeof receiptSecret === 'string' ? receiptSecret.length : `a ${typeof receiptSecret}`
+        }`,
+      );
+    }
   }
 
   /**
@@ -413,6 +437,12 @@ export class Limiter {
     ) {
       throw new TypeError(
         `${operation}(): the receipt's resetMarks must be one whole number ≥ 0 per key; pass the Receipt as it was returned`,
+      );
+    }
+    const { receiptSecret } = this.options;
+    if (receiptSecret !== undefined && !hasValidMac(receiptSecret, receipt)) {
+      throw new TypeError(
+        `${operation}(): the receipt's mac does not match its fields (edited, forged, or signed with another receiptSecret); pass the Receipt as it was returned`,
       );
     }
     return receipt;
@@ -892,6 +922,8 @@ export class Limiter {
     if (spent && result.atByKey !== undefined) receipt.atByKey = result.atByKey;
     if (spent && result.resetMarks !== undefined) receipt.resetMarks = result.resetMarks;
     if (failure) receipt.fallback = true;
+    const { receiptSecret } = this.options;
+    if (spent && receiptSecret !== undefined) receipt.mac = receiptMac(receiptSecret, receipt);
     const blockedKey = request.keys[result.blockedKeyIndex];
     const { warnAt } = this.policy;
     const decision: { -readonly [K in keyof Decision]: Decision[K] } = {
