@@ -1,5 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { RedlimitGuardOrderCheck } from './guard-order.check';
 import { RedlimitKeySecretCheck } from './key-secret-check.service';
 import { LeaseReleaseWiring } from './lease-release.interceptor';
 import { LimiterRegistry } from './limiter.registry';
@@ -45,6 +46,7 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
     LimiterRegistry,
     RedlimitHttp,
     RedlimitKeySecretCheck,
+    RedlimitGuardOrderCheck,
     LeaseReleaseWiring,
   ],
   exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp],

@@ -1,0 +1,145 @@
+import {
+  type CanActivate,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  RequestMethod,
+  type Type,
+} from '@nestjs/common';
+import { DiscoveryService } from '@nestjs/core';
+import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
+import { RedlimitGuard } from './redlimit.guard';
+import { readRedlimitMetadata } from './redlimit.metadata';
+import type { RedlimitModuleOptions } from './redlimit-options.interface';
+
+// Nest's metadata keys (`@nestjs/common/constants`, not an entry point every Nest version exports).
+const GUARDS_METADATA = '__guards__';
+const PATH_METADATA = 'path';
+const METHOD_METADATA = 'method';
+
+/** A guard as bound: a class (`@UseGuards(AuthGuard)`) or an instance. */
+type BoundGuard = Type<CanActivate> | CanActivate;
+
+/**
+ * At startup, warns once per route where a guard runs before redlimit charges it, so the guard's
+ * own work goes unlimited (a credential check ahead of the limiter is the classic hole,
+ * @nestjs/throttler #522):
+ * - a route limited by `RedlimitGuard` (`@Throttle`, or the module's `defaultPolicy`) where another
+ *   guard comes first: global guards (`APP_GUARD`, in registration order) before the controller's,
+ *   before the handler's;
+ * - an `@Attempt` route with a guard of its own (on the handler or its controller): every guard
+ *   runs before the interceptor that spends the attempt.
+ * Global guards registered with `app.useGlobalGuards()` are not visible to it, and global guards
+ * are not held against `@Attempt` routes (an app-wide auth guard usually lets sign-in through).
+ * Provided by `RedlimitModule`; nothing to register.
+ *
+ * @example
+ * Logged at bootstrap:
+ * ```text
+ * WARN [Redlimit] CredentialsGuard runs before RedlimitGuard on AuthController.login (POST /auth/login) …
+ * ```
+ */
+@Injectable()
+export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
+  private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+
+  constructor(
+    @Inject(REDLIMIT_OPTIONS) private readonly options: RedlimitModuleOptions,
+    private readonly discovery: DiscoveryService,
+  ) {}
+
+  /** Runs the check once the app's controllers and global guards exist. */
+  onApplicationBootstrap(): void {
+    const global = this.globalGuards();
+    for (const { metatype } of this.discovery.getControllers()) {
+      if (typeof metatype !== 'function' || !metatype.prototype) continue;
+      const controller = metatype as Type;
+      const classGuards = guardsOf(controller);
+      for (const [name, handler] of handlersOf(controller)) {
+        const route = `${controller.name}.${name} (${routeOf(controller, handler)})`;
+        const routeGuards = [...classGuards, ...guardsOf(handler)];
+        const { throttle, attempt } = readRedlimitMetadata(handler, controller);
+        const limited =
+          throttle !== false &&
+          (throttle !== undefined || this.options.defaultPolicy !== undefined);
+        const chain = [...global, ...routeGuards];
+        const first = chain.findIndex(isRedlimitGuard);
+        if (limited && first > 0) {
+          this.logger.warn(
+            `${guardName(chain[0]!)} runs before RedlimitGuard on ${route}: what it does (a ` +
+              'credential check, a database read) is not limited, and a request it refuses is ' +
+              'never charged. Bind RedlimitGuard first (globally, or first in @UseGuards).',
+          );
+        }
+        const own = routeGuards.filter((guard) => !isRedlimitGuard(guard));
+        if (attempt !== undefined && own.length > 0) {
+          this.logger.warn(
+            `${guardName(own[0]!)} runs before @Attempt on ${route}: guards run before the ` +
+              'interceptor that spends the attempt, so what the guard checks is not limited and ' +
+              'a request it refuses is never charged. Check credentials in the handler, or limit ' +
+              'the route with @Throttle and RedlimitGuard bound before the guard.',
+          );
+        }
+      }
+    }
+  }
+
+  /** `APP_GUARD` providers, in the order Nest runs them (registration order). */
+  private globalGuards(): BoundGuard[] {
+    return this.discovery
+      .getProviders()
+      // Nest registers each APP_GUARD provider under the token 'APP_GUARD (UUID: …)'.
+      .filter(({ token }) => typeof token === 'string' && token.startsWith('APP_GUARD'))
+      .map(({ instance, metatype }) => (instance ?? metatype) as BoundGuard)
+      .filter((guard) => guard !== undefined && guard !== null);
+  }
+}
+
+function guardsOf(target: object): BoundGuard[] {
+  return (Reflect.getMetadata(GUARDS_METADATA, target) as BoundGuard[] | undefined) ?? [];
+}
+
+/** The route handlers of a controller (own and inherited methods with a route). */
+function handlersOf(controller: Type): Array<[string, object]> {
+  const handlers: Array<[string, object]> = [];
+  const seen = new Set<string>();
+  for (
+    let proto: unknown = controller.prototype;
+    proto && proto !== Object.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name === 'constructor' || seen.has(name)) continue;
+      seen.add(name);
+      const method = Object.getOwnPropertyDescriptor(proto, name)?.value as unknown;
+      if (typeof method === 'function' && Reflect.hasMetadata(PATH_METADATA, method)) {
+        handlers.push([name, method]);
+      }
+    }
+  }
+  return handlers;
+}
+
+/** 'POST /auth/login', from the controller's and the handler's paths. */
+function routeOf(controller: Type, handler: object): string {
+  const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+  const parts = [controller, handler].flatMap((target) => {
+    const path = Reflect.getMetadata(PATH_METADATA, target) as string | string[] | undefined;
+    const first = Array.isArray(path) ? path[0] : path;
+    return first === undefined ? [] : first.split('/').filter(Boolean);
+  });
+  return `${RequestMethod[method ?? RequestMethod.GET]} /${parts.join('/')}`;
+}
+
+function isRedlimitGuard(guard: BoundGuard): boolean {
+  return (
+    guard === RedlimitGuard ||
+    guard instanceof RedlimitGuard ||
+    (typeof guard === 'function' && guard.prototype instanceof RedlimitGuard)
+  );
+}
+
+function guardName(guard: BoundGuard): string {
+  return typeof guard === 'function' ? guard.name : guard.constructor.name;
+}
