@@ -18,7 +18,7 @@ import {
  */
 export type Attempt = CoreAttempt;
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(['policy', 'cost', 'refundOn']);
+const OPTION_KEYS: ReadonlySet<string> = new Set(['policy', 'cost', 'refundOn', 'headers']);
 
 const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   const attempt =
@@ -58,7 +58,8 @@ const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionCo
  *   of the context, or `{ field | value, name?, normalize? }` ({@link AttemptPartSpec})
  * @param options `policy` (default: the module's `defaultPolicy`), `cost` (a number, or a function
  *   of the context: a reservation the handler settles with `attempt.adjust(actualCost)`),
- *   `refundOn`; anything else is an error
+ *   `refundOn`, `headers` (`'requester'`, the default: rate-limit headers describe the attempt's
+ *   budget only when every part is the requester's own; `'all'`); anything else is an error
  * @throws TypeError when a part or an option is malformed, naming it
  * @example
  * ```ts
@@ -78,16 +79,27 @@ export function Attempt(
   if (list.length === 0) throw new TypeError('@Attempt() needs at least one part');
   list.forEach((part, index) => resolveAttemptPart(part, index)); // throws naming a bad part
   if (options === null || typeof options !== 'object') {
-    throw new TypeError('@Attempt() options must be an object: { policy?, cost?, refundOn? }');
+    throw new TypeError(
+      '@Attempt() options must be an object: { policy?, cost?, refundOn?, headers? }',
+    );
   }
   const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
   if (unknown.length > 0) {
     throw new TypeError(
       `@Attempt() has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected policy, cost, refundOn',
+        'expected policy, cost, refundOn, headers',
     );
   }
   checkCostOption(options.cost, '@Attempt()');
+  if (
+    options.headers !== undefined &&
+    options.headers !== 'requester' &&
+    options.headers !== 'all'
+  ) {
+    throw new TypeError(
+      `@Attempt() headers must be 'requester' or 'all'; got ${JSON.stringify(options.headers)}`,
+    );
+  }
   const { refundOn } = options;
   if (refundOn !== undefined && refundOn !== 'success' && typeof refundOn !== 'function') {
     throw new TypeError("@Attempt() refundOn must be 'success' or a function of the outcome");

@@ -105,12 +105,16 @@ export class AttemptInterceptor implements NestInterceptor {
       attempt = await limiter.begin(keys, { cost });
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
-        if (response) this.applyHeaders(context, response, error.decision, limiter.policy);
+        if (response && disclosed(metadata)) {
+          this.applyHeaders(context, response, error.decision, limiter.policy);
+        }
         this.throwRefusal(context, error.decision);
       }
       throw error;
     }
-    if (response) this.applyHeaders(context, response, attempt.decision, limiter.policy);
+    if (response && disclosed(metadata)) {
+      this.applyHeaders(context, response, attempt.decision, limiter.policy);
+    }
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
     return settleAfter(handled, (outcome) => this.settle(context, metadata, attempt, outcome));
@@ -305,4 +309,15 @@ function partText(value: unknown, name: string): string | undefined {
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   if (typeof value === 'bigint') return value.toString();
   throw new IdentityInputError(name, 'not-scalar');
+}
+
+/** Parts whose budget is the requester's own: anyone else naming it names another budget. */
+const REQUESTER_PARTS: ReadonlySet<unknown> = new Set(['ip', 'user', 'apiKey']);
+
+/**
+ * Whether the rate-limit headers describe the attempt's budget: with `headers: 'all'`, or when
+ * every part is the requester's own (else whoever names an account would read its failures).
+ */
+function disclosed(metadata: AttemptMetadata): boolean {
+  return metadata.headers === 'all' || metadata.parts.every((part) => REQUESTER_PARTS.has(part));
 }

@@ -139,6 +139,14 @@ export interface AttemptOptions {
    * `attempt.refund()`.
    */
   readonly refundOn?: 'success' | ((outcome: AttemptOutcome, context: ExecutionContext) => boolean);
+  /**
+   * Which budgets the rate-limit headers describe. `'requester'` (default): the attempt's budget
+   * only when every part is the requester's own (`'ip'`, `'user'`, `'apiKey'`); with a part anyone
+   * can name (an email, an account id), the headers show only the guard's layers, and a refusal
+   * only `Retry-After`: else whoever names an account reads how often it failed. `'all'`: the
+   * attempt's budget too (for budgets that are not secrets).
+   */
+  readonly headers?: 'requester' | 'all';
 }
 
 /** What `@Attempt` records on a handler. */

@@ -26,7 +26,25 @@ class SignInController {
   /** The attempt's policy has more room than the guard's default. */
   @Post('roomy')
   @HttpCode(200)
-  roomy(@Attempt('body.email', { policy: 'roomy' }) _attempt: Attempt): { ok: true } {
+  roomy(@Attempt('body.email', { policy: 'roomy', headers: 'all' }) _attempt: Attempt): {
+    ok: true;
+  } {
+    return { ok: true };
+  }
+
+  /** Opted in: the headers describe the account's budget too. */
+  @Post('sign-in-all')
+  @HttpCode(200)
+  signInAll(
+    @Attempt(['ip', 'body.email'], { policy: 'login', headers: 'all' }) _attempt: Attempt,
+  ): { ok: true } {
+    return { ok: true };
+  }
+
+  /** Keyed on the requester alone: its budget is the requester's own. */
+  @Post('ip-only')
+  @HttpCode(200)
+  ipOnly(@Attempt(['ip'], { policy: 'login' }) _attempt: Attempt): { ok: true } {
     return { ok: true };
   }
 }

@@ -1,4 +1,5 @@
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+import { Attempt } from '../../../lib/nest';
 import { attemptHeadersApp } from './attempt-headers.app';
 
 describe.each(PLATFORMS)(
@@ -8,7 +9,7 @@ describe.each(PLATFORMS)(
     afterEach(() => app.close());
 
     const signIn = () =>
-      app.request('/sign-in', { method: 'POST', body: { email: 'ada@example.com' } });
+      app.request('/sign-in-all', { method: 'POST', body: { email: 'ada@example.com' } });
 
     it("IETF headers list the guard's default policy and the attempt's policy", async () => {
       app = await startApp(attemptHeadersApp('ietf'), platform);
@@ -59,6 +60,51 @@ describe.each(PLATFORMS)(
       expect(roomy.headers.get('ratelimit')).toBe('"api";r=4;t=60, "roomy";r=9;t=3600');
       expect(roomy.headers.get('x-ratelimit-remaining')).toBe('4');
       expect(roomy.headers.get('x-ratelimit-limit')).toBe('5');
+    });
+  },
+);
+
+describe.each(PLATFORMS)(
+  'headers of an @Attempt route never disclose a budget shared with others, on %s',
+  (platform) => {
+    let app: RunningApp;
+    afterEach(() => app.close());
+
+    const signIn = (email: string, path = '/sign-in') =>
+      app.request(path, { method: 'POST', body: { email } });
+
+    it("an account's failures are not shown to whoever names it: only the requester's own layers, and Retry-After on a refusal", async () => {
+      app = await startApp(attemptHeadersApp('both'), platform);
+      await signIn('grace@example.com'); // two failures for grace
+      await signIn('grace@example.com');
+      // Anyone naming grace (here: the next request) learns nothing of her budget from headers.
+      const probe = await signIn('grace@example.com');
+      expect(probe.status).toBe(429);
+      expect(probe.headers.get('retry-after')).toBe('3600');
+      expect(probe.headers.get('ratelimit-policy')).toBe('"api";q=5;w=60');
+      expect(probe.headers.get('ratelimit')).not.toMatch(/login/);
+      expect(probe.headers.get('x-ratelimit-limit')).toBe('5'); // the guard's per-route, per-IP layer
+      const unknown = await signIn('nobody@example.com');
+      expect(unknown.headers.get('ratelimit')).not.toMatch(/login/);
+      expect(unknown.headers.get('ratelimit-policy')).toBe('"api";q=5;w=60');
+    });
+
+    it("an attempt keyed on the requester alone ('ip') shows its budget", async () => {
+      app = await startApp(attemptHeadersApp('ietf'), platform);
+      const first = await app.request('/ip-only', { method: 'POST' });
+      expect(first.headers.get('ratelimit')).toBe('"api";r=4;t=60, "login";r=1;t=3600');
+    });
+
+    it("headers: 'all' opts back in", async () => {
+      app = await startApp(attemptHeadersApp('ietf'), platform);
+      const first = await signIn('grace@example.com', '/sign-in-all');
+      expect(first.headers.get('ratelimit')).toBe('"api";r=4;t=60, "login";r=1;t=3600');
+    });
+
+    it('refuses an unknown headers value, naming it', () => {
+      expect(() => Attempt(['ip'], { headers: 'some' as 'all' })).toThrow(
+        /@Attempt\(\) headers must be 'requester' or 'all'/,
+      );
     });
   },
 );
