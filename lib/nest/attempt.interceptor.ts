@@ -19,6 +19,7 @@ import {
   contextRequest,
   contextResponse,
   contextUserId,
+  type RedlimitContextType,
   redlimitContextType,
 } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
@@ -117,7 +118,9 @@ export class AttemptInterceptor implements NestInterceptor {
     }
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
-    return settleAfter(handled, (outcome) => this.settle(context, metadata, attempt, outcome));
+    return settleAfter(handled, (outcome) =>
+      this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
+    );
   }
 
   /**
@@ -215,14 +218,17 @@ export class AttemptInterceptor implements NestInterceptor {
     return request ? this.http.clientIp(request) : UNKNOWN_CLIENT;
   }
 
-  /** Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. */
+  /**
+   * Whether to refund besides an explicit `attempt.refund()`: per `refundOn`. `'success'`: the
+   * handler returned and, over HTTP, left a status below 400 on the response.
+   */
   protected shouldRefund(
     context: ExecutionContext,
     metadata: AttemptMetadata,
     outcome: AttemptOutcome,
   ): boolean {
     const { refundOn } = metadata;
-    if (refundOn === 'success') return outcome.ok;
+    if (refundOn === 'success') return outcome.ok && (outcome.status ?? 0) < 400;
     return typeof refundOn === 'function' ? refundOn(outcome, context) : false;
   }
 
@@ -300,6 +306,21 @@ function settleAfter<T>(
         void finish({ ok: false, error: new AttemptCancelledError('request cancelled') });
     };
   });
+}
+
+/**
+ * The outcome with, over HTTP, the status the handler left on the response (Express's
+ * `res.statusCode`, Fastify's `reply.statusCode`): a failure the handler reports by its status
+ * is not a success. GraphQL (errors as data), gateways and microservices have none.
+ */
+function withStatus(
+  outcome: AttemptOutcome,
+  type: RedlimitContextType,
+  response: HttpResponseLike | undefined,
+): AttemptOutcome {
+  if (!outcome.ok || type !== 'http') return outcome;
+  const status = (response as { statusCode?: unknown } | undefined)?.statusCode;
+  return typeof status === 'number' ? { ...outcome, status } : outcome;
 }
 
 /** A function part's value as key material: strings and finite numbers; anything else is a 400. */

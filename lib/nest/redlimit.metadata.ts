@@ -116,6 +116,11 @@ export type AttemptOutcome =
       readonly ok: true;
       /** What it returned: the value, or an observable's last value. */
       readonly result: unknown;
+      /**
+       * Over HTTP (not GraphQL), the response status as the handler left it: the one it set
+       * (`@Res({ passthrough: true })`, `@HttpCode`) or the route's default. Absent elsewhere.
+       */
+      readonly status?: number;
     }
   | {
       /** The handler threw, or the client went away before it finished. */
@@ -134,9 +139,13 @@ export interface AttemptOptions {
    */
   readonly cost?: number | CostFn;
   /**
-   * When the spend is handed back besides an explicit `attempt.refund()`: `'success'` (the
-   * handler returned without throwing) or a predicate on the outcome. Default: only on
-   * `attempt.refund()`.
+   * When the spend is handed back besides an explicit `attempt.refund()`: `'success'` or a
+   * predicate on the outcome. Default: only on `attempt.refund()`. `'success'` is: the handler
+   * returned without throwing and, over HTTP, the status it left on the response (`status`) is
+   * below 400 — a handler answering 401 through `@Res({ passthrough: true })` keeps the cost. In a
+   * GraphQL resolver (errors are data, the status is always 200) and in gateway and microservice
+   * handlers (no status), returning normally is success. A handler whose client left before it
+   * finished, and whose Observable Nest tore down, is `{ ok: false }`: the cost is kept.
    */
   readonly refundOn?: 'success' | ((outcome: AttemptOutcome, context: ExecutionContext) => boolean);
   /**
