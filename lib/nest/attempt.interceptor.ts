@@ -44,7 +44,9 @@ import { unchargedAttempt } from './uncharged-attempt.util';
  * handlers. It spends before the handler (refused → 429 or 503 over HTTP, else the context's error
  * of {@link contextRefusal}; the handler never runs), hands the `Attempt` to the parameter, and
  * settles once after the handler returns, throws or is cancelled: refund when the handler called
- * `attempt.refund()` or `refundOn` says so, keep the cost otherwise. A settlement error is logged,
+ * `attempt.refund()` or `refundOn` says so, keep the cost otherwise. A `concurrency` lease whose
+ * handler's Observable is torn down before it settled (the client left) is not released: the
+ * work behind it may go on, and the lease expires after its window. A settlement error is logged,
  * never sent to the client. A call the module's `deny` list names is refused before anything is
  * charged; one its `allow` list or `skipIf` lets through gets an attempt that charged nothing
  * (see {@link RedlimitAccess}).
@@ -118,8 +120,12 @@ export class AttemptInterceptor implements NestInterceptor {
     }
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
-    return settleAfter(handled, (outcome) =>
-      this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
+    return settleAfter(
+      handled,
+      (outcome) => this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
+      // Torn down before it settled (the client left): a lease is held to its window, since the
+      // work behind the Observable (`from(promise)`) may go on unseen.
+      attempt.leased,
     );
   }
 
@@ -272,14 +278,17 @@ class AttemptCancelledError extends Error {
 }
 
 /**
- * Mirrors `source`, running `settle` exactly once when it completes, errors or is unsubscribed;
- * completion and errors are passed on only after `settle` finished, so the response leaves with
- * the refund applied. Should `settle` reject anyway (a throwing hook in a subclass), the response
- * still goes out: a settlement problem is never the client's.
+ * Mirrors `source`, running `settle` exactly once when it completes, errors or is unsubscribed
+ * before that (then with an `AttemptCancelledError`, unless `holdOnTeardown`: then never, and an
+ * attempt's lease expires after its window); completion and errors are passed on only after
+ * `settle` finished, so the response leaves with the refund applied. Should `settle` reject
+ * anyway (a throwing hook in a subclass), the response still goes out: a settlement problem is
+ * never the client's.
  */
 function settleAfter<T>(
   source: Observable<T>,
   settle: (outcome: AttemptOutcome) => Promise<void>,
+  holdOnTeardown: boolean,
 ): Observable<T> {
   return new Observable<T>((subscriber) => {
     let finished = false;
@@ -302,8 +311,9 @@ function settleAfter<T>(
     });
     return () => {
       subscription.unsubscribe();
-      if (!finished)
+      if (!finished && !holdOnTeardown) {
         void finish({ ok: false, error: new AttemptCancelledError('request cancelled') });
+      }
     };
   });
 }

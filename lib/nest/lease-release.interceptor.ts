@@ -2,87 +2,100 @@ import {
   type CallHandler,
   type ExecutionContext,
   Injectable,
-  Logger,
   type NestInterceptor,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
-import { finalize, type Observable } from 'rxjs';
-import type { Decision } from '../core/decision';
-import type { Limiter } from '../core/limiter';
-import { leaseReleaseWarning, releaseLeases } from './lease-release.util';
-import { REDLIMIT_METADATA } from './redlimit.constants';
-
-/** Leases a guard took for one handler call outside HTTP, by the call's argument list. */
-const leasesByCall = new WeakMap<object, ReadonlyArray<{ limiter: Limiter; decision: Decision }>>();
+import { Observable } from 'rxjs';
+import { type LeaseHold, takeLeaseHolds } from './lease-release.util';
+import { LimiterRegistry } from './limiter.registry';
+import type { PolicyRef } from './redlimit.metadata';
+import { readRedlimitMetadata } from './redlimit.metadata';
 
 /**
- * Leaves the `concurrency` leases of a handler call that has no Node response (WebSocket,
- * microservice) for {@link LeaseReleaseInterceptor}, which releases them when the handler settles.
- * Nest hands the guard and the interceptors of one call the same argument list.
- *
- * @example
- * holdLeasesForCall(context.getArgs(), [{ limiter, decision }]);
- */
-export function holdLeasesForCall(
-  args: readonly unknown[],
-  leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
-): void {
-  leasesByCall.set(args, leases);
-}
-
-/**
- * What `RedlimitModule` gives WebSocket and microservice handlers under `@Throttle` (see
- * {@link LeaseReleaseWiring}): releases the `concurrency` leases the guard took for the call when
- * the handler settles (returns, throws or its stream completes). HTTP calls (GraphQL over HTTP
- * too) are released by the guard on the response's `close` and never pass through it.
+ * What `RedlimitModule` gives every handler that can hold a `concurrency` lease of the guard
+ * (see {@link LeaseReleaseWiring}): it watches the handler's result and releases the leases when
+ * that settles (a promise settles, an Observable completes or errors), over HTTP once the
+ * response is over too. A client that goes away does not release them: Nest keeps running the
+ * handler. An Observable torn down before it settled (Nest does so when the client goes away)
+ * leaves its leases to expire after their `window`, since the work behind it may go on unseen
+ * (`from(promise)`). Calls without a lease pass through.
  *
  * @example
  * // attached when the app is built; nothing to register
- * @MessagePattern('export') @Throttle('exports-in-flight') export() {}
+ * @Get('export') @Throttle('exports-in-flight') export() {}
  */
 export class LeaseReleaseInterceptor implements NestInterceptor {
-  private readonly logger = new Logger('RedlimitGuard');
-
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const args = context.getArgs();
-    const leases = leasesByCall.get(args);
-    if (!leases) return next.handle();
-    leasesByCall.delete(args);
-    return next
-      .handle()
-      .pipe(
-        finalize(() =>
-          releaseLeases(leases, (error, decision) =>
-            this.logger.warn(leaseReleaseWarning(decision, error)),
-          ),
-        ),
-      );
+    const holds = takeLeaseHolds(context);
+    if (!holds) return next.handle();
+    for (const hold of holds) hold.watch();
+    return watchSettling(next.handle(), holds);
   }
+}
+
+/**
+ * Mirrors `source`; tells the holds when it completes or errors (settled) or is torn down
+ * before that (abandoned).
+ */
+function watchSettling<T>(source: Observable<T>, holds: readonly LeaseHold[]): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let ended = false;
+    const end = (settled: boolean) => {
+      if (ended) return;
+      ended = true;
+      for (const hold of holds) {
+        if (settled) hold.settle();
+        else hold.abandon();
+      }
+    };
+    const subscription = source.subscribe({
+      next: (value) => subscriber.next(value),
+      error: (error: unknown) => {
+        end(true);
+        subscriber.error(error);
+      },
+      complete: () => {
+        end(true);
+        subscriber.complete();
+      },
+    });
+    return () => {
+      subscription.unsubscribe();
+      end(false);
+    };
+  });
 }
 
 /** Where `@UseInterceptors` keeps a handler's interceptors (Nest's `INTERCEPTORS_METADATA`). */
 const INTERCEPTORS_METADATA = '__interceptors__';
-/** Nest's marks of a microservice handler (`@MessagePattern`, `@EventPattern`) and a gateway's. */
-const NON_HTTP_HANDLER_METADATA = ['microservices:pattern', 'message'] as const;
+/**
+ * Nest's marks of a handler: an HTTP route's method (`@Get`…), a microservice handler's pattern
+ * (`@MessagePattern`, `@EventPattern`), a gateway's message, a GraphQL resolver's type.
+ */
+const HANDLER_METADATA = [
+  'method',
+  'microservices:pattern',
+  'message',
+  'graphql:resolver_type',
+] as const;
 
 /**
- * Gives every WebSocket and microservice handler under `@Throttle` the interceptor that releases
- * its `concurrency` leases when it settles, once, when the app is built (before Nest binds those
- * handlers), so HTTP routes carry no interceptor for it. Runs as a provider of `RedlimitModule`.
+ * Gives every handler that can hold a `concurrency` lease of the guard — one whose `@Throttle`
+ * layers or the module's `defaultPolicy` name a concurrency policy, an inline one, a policy not
+ * registered yet or a resolver (chosen per call) — the {@link LeaseReleaseInterceptor}, once,
+ * when the app is built (before Nest binds the handlers). Every other route carries no
+ * interceptor for it, so pays nothing per request. Runs as a provider of `RedlimitModule`.
  */
 @Injectable()
 export class LeaseReleaseWiring {
-  constructor(discovery: DiscoveryService) {
+  constructor(discovery: DiscoveryService, registry: LimiterRegistry) {
     const interceptor = new LeaseReleaseInterceptor();
     for (const wrapper of [...discovery.getControllers(), ...discovery.getProviders()]) {
       const type = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
       if (typeof type !== 'function' || !type.prototype) continue;
-      const throttledClass = readThrottle(type);
-      for (const name of Object.getOwnPropertyNames(type.prototype)) {
-        const handler = Object.getOwnPropertyDescriptor(type.prototype, name)?.value as unknown;
-        if (typeof handler !== 'function' || name === 'constructor') continue;
-        if (!NON_HTTP_HANDLER_METADATA.some((key) => Reflect.hasMetadata(key, handler))) continue;
-        if (!throttledClass && !readThrottle(handler)) continue;
+      for (const handler of methodsOf(type.prototype as object)) {
+        if (!HANDLER_METADATA.some((key) => Reflect.hasMetadata(key, handler))) continue;
+        if (!mayLease(handler, type, registry)) continue;
         const attached = (Reflect.getMetadata(INTERCEPTORS_METADATA, handler) ?? []) as unknown[];
         if (attached.some((i) => i instanceof LeaseReleaseInterceptor)) continue;
         Reflect.defineMetadata(INTERCEPTORS_METADATA, [...attached, interceptor], handler);
@@ -91,9 +104,37 @@ export class LeaseReleaseWiring {
   }
 }
 
-/** Whether `@Throttle` put layers on this class or handler. */
-function readThrottle(target: object): boolean {
-  const metadata = Reflect.getOwnMetadata(REDLIMIT_METADATA, target) as
-    { throttle?: readonly unknown[] } | undefined;
-  return (metadata?.throttle?.length ?? 0) > 0;
+/** The methods of a class, inherited ones too (a base controller's routes). */
+function methodsOf(prototype: object): Set<object> {
+  const methods = new Set<object>();
+  for (
+    let p: object | null = prototype;
+    p && p !== Object.prototype;
+    p = Reflect.getPrototypeOf(p)
+  ) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      if (name === 'constructor') continue;
+      const value = Object.getOwnPropertyDescriptor(p, name)?.value as unknown;
+      if (typeof value === 'function') methods.add(value);
+    }
+  }
+  return methods;
+}
+
+/** Whether the guard can take a `concurrency` lease for this handler (see `RedlimitGuard`). */
+function mayLease(handler: object, type: object, registry: LimiterRegistry): boolean {
+  const { throttle, exclusive } = readRedlimitMetadata(handler, type);
+  if (throttle === false) return false;
+  const refs: PolicyRef[] = (throttle ?? []).map((layer) => layer.policy);
+  if (!exclusive && registry.defaultPolicy !== undefined) refs.push(registry.defaultPolicy);
+  return refs.some((ref) => leases(ref, registry));
+}
+
+/** Whether a policy reference can be a `concurrency` policy. */
+function leases(ref: PolicyRef, registry: LimiterRegistry): boolean {
+  if (typeof ref === 'function') return true; // chosen per call
+  if (typeof ref === 'string') {
+    return !registry.has(ref) || registry.get(ref).policy.algorithm === 'concurrency';
+  }
+  return ref.algorithm === 'concurrency';
 }

@@ -13,8 +13,7 @@ import {
 import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './http-request.util';
 import { IdentityInputError } from './identity-input.error';
 import { requestCost } from './request-cost.util';
-import { leaseReleaseWarning, releaseOnClose } from './lease-release.util';
-import { holdLeasesForCall } from './lease-release.interceptor';
+import { holdLeases, leaseReleaseWarning } from './lease-release.util';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
@@ -211,21 +210,22 @@ export class RedlimitGuard implements CanActivate {
   }
 
   /**
-   * `concurrency` layers hold a lease for the call: released when the response has been sent or
-   * the connection closed (GraphQL over HTTP too); without a Node response (WebSocket,
-   * microservice), by the interceptor `RedlimitModule` gives handlers under `@Throttle`, when the
-   * handler settles (a lease of the default policy alone, with no `@Throttle`, expires after its
-   * window there).
+   * `concurrency` layers hold a lease for the call until the handler's work has settled, never
+   * less because the client left: `LeaseReleaseInterceptor`, which `RedlimitModule` gives every
+   * handler that can lease, releases it when the handler's promise settles or its Observable
+   * completes or errors, and over HTTP once the response is over too. An Observable torn down
+   * before it settled (the client left) leaves it to its `window`. A handler without that
+   * interceptor (layers only a subclass's {@link throttlesFor} adds) releases once the response
+   * was sent in full; elsewhere, and when its client left, the lease runs to its `window`.
    */
   private releaseLeases(
     context: ExecutionContext,
     response: HttpResponseLike | undefined,
     leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
   ): void {
-    const waiting = releaseOnClose(response, leases, (error, decision) =>
+    holdLeases(context, response, leases, (error, decision) =>
       this.logger.warn(leaseReleaseWarning(decision, error)),
     );
-    if (!waiting) holdLeasesForCall(context.getArgs(), leases);
   }
 
   private partOf(

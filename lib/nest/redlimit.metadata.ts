@@ -123,9 +123,12 @@ export type AttemptOutcome =
       readonly status?: number;
     }
   | {
-      /** The handler threw, or the client went away before it finished. */
+      /**
+       * The handler threw, or its Observable was torn down before it settled (Nest does so when
+       * the client goes away; an `async` handler runs to its end regardless).
+       */
       readonly ok: false;
-      /** What it threw (an `Error` named `AttemptCancelledError` when the client went away). */
+      /** What it threw (an `Error` named `AttemptCancelledError` when it was torn down). */
       readonly error: unknown;
     };
 
