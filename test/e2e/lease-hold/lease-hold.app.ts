@@ -3,7 +3,16 @@
  * work is a promise the spec settles, counted while in flight; and routes without a concurrency
  * policy, which must carry no lease interceptor.
  */
-import { Controller, Get, Module, Req, type Type } from '@nestjs/common';
+import {
+  type CanActivate,
+  Controller,
+  ForbiddenException,
+  Get,
+  Module,
+  Req,
+  type Type,
+  UseGuards,
+} from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import { from, type Observable } from 'rxjs';
@@ -72,6 +81,13 @@ export class Work {
 
 const shared = () => 'shared';
 
+/** A guard after RedlimitGuard that refuses: the handler is never reached. */
+class DenyGuard implements CanActivate {
+  canActivate(): boolean {
+    throw new ForbiddenException();
+  }
+}
+
 export function leaseHoldApp(
   client: Redis,
   prefix: string,
@@ -98,6 +114,14 @@ export function leaseHoldApp(
     @Throttle('conc', { key: shared })
     quick(): string {
       return 'quick';
+    }
+
+    /** Leased by the global guard, then refused by a later one. */
+    @Get('throttle/denied')
+    @Throttle('conc', { key: shared })
+    @UseGuards(DenyGuard)
+    denied(@Req() request: unknown): Promise<string> {
+      return work.start(request);
     }
 
     @Get('throttle/quick-short')

@@ -157,6 +157,16 @@ describe.each(PLATFORMS)('concurrency leases and clients that hang up, on %s', (
     expect((await Promise.all(again)).map((r) => r.status)).toEqual([200, 200]);
   });
 
+  it('a request refused by a later guard (the handler is never reached) frees its lease once answered', async () => {
+    for (let i = 0; i < 5; i++) expect((await app.request('/throttle/denied')).status).toBe(403);
+    expect(work.entered).toBe(0);
+    expect(await freed('/throttle/quick')).toBe(true);
+    const both = [app.request('/throttle/promise'), app.request('/throttle/promise')];
+    await work.until((w) => w.entered === 2);
+    work.settleAll();
+    expect((await Promise.all(both)).map((r) => r.status)).toEqual([200, 200]);
+  });
+
   it('routes without a concurrency policy carry no lease interceptor (no per-request work)', () => {
     const bound = (name: string) =>
       (

@@ -73,3 +73,62 @@ describe('review: concurrency lease under @Throttle on a microservice (TCP)', ()
     expect(await send()).toBe('done');
   });
 });
+
+/** A concurrency `defaultPolicy` alone (no @Throttle) on a microservice handler under APP_GUARD. */
+function defaultLeaseApp(client: Redis, prefix: string): Type {
+  @Controller()
+  class WorkController {
+    @MessagePattern('work')
+    async work(): Promise<string> {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return 'done';
+    }
+  }
+
+  @Module({
+    imports: [
+      RedlimitModule.forRoot({
+        redis: { client },
+        prefix,
+        policies: { 'one-at-a-time': { algorithm: 'concurrency', limit: 1, window: '1m' } },
+        defaultPolicy: 'one-at-a-time',
+      }),
+    ],
+    controllers: [WorkController],
+    providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
+  })
+  class DefaultLeaseRpcModule {}
+  return DefaultLeaseRpcModule;
+}
+
+describe('a concurrency defaultPolicy alone on a microservice handler (TCP)', () => {
+  let redis: Redis;
+  let service: RunningMicroservice;
+
+  beforeAll(async () => {
+    redis = createTestClient();
+    await warmPool(redis);
+    service = await startMicroservice(
+      defaultLeaseApp(redis, uniquePrefix('e2e-lease-rpc-default')),
+    );
+  });
+  afterAll(async () => {
+    await service.close();
+    await redis.quit();
+  });
+
+  const send = async (): Promise<unknown> => {
+    try {
+      return await lastValueFrom(service.client.send<unknown>('work', {}));
+    } catch (error) {
+      return { error: (error as { code?: string }).code ?? String(error) };
+    }
+  };
+
+  // Its lease used to run for the whole window: only handlers under @Throttle got the interceptor.
+  it('messages sent one after another each get the single slot once the previous settled', async () => {
+    expect(await send()).toBe('done');
+    expect(await send()).toBe('done');
+    expect(await send()).toBe('done');
+  });
+});
