@@ -156,6 +156,23 @@ export function leaseHoldApp(
       return 'quick';
     }
 
+    /** Only successes are free: the outcome must be the handler's own, whenever it ends. */
+    @Get('attempt/rate/promise')
+    async attemptRatePromise(
+      @Req() request: unknown,
+      @Attempt('ip', { policy: 'tries', refundOn: 'success' }) _attempt: Attempt,
+    ): Promise<string> {
+      return work.start(request);
+    }
+
+    @Get('attempt/rate/observable')
+    attemptRateObservable(
+      @Req() request: unknown,
+      @Attempt('ip', { policy: 'tries', refundOn: 'success' }) _attempt: Attempt,
+    ): Observable<string> {
+      return from(work.start(request));
+    }
+
     /** Under a rate policy only: no lease, so no interceptor. */
     @Get('rate')
     @Throttle('rate')
@@ -179,6 +196,7 @@ export function leaseHoldApp(
           conc: { algorithm: 'concurrency', limit: 2, window: '30s' },
           'conc-short': { algorithm: 'concurrency', limit: 2, window: '3s' },
           rate: { algorithm: 'sliding-window', limit: 100, window: '1m' },
+          tries: { algorithm: 'fixed-window', limit: 2, window: '15m' },
         },
       }),
     ],

@@ -157,6 +157,46 @@ describe.each(PLATFORMS)('concurrency leases and clients that hang up, on %s', (
     expect((await Promise.all(again)).map((r) => r.status)).toEqual([200, 200]);
   });
 
+  describe("@Attempt refundOn: 'success' when the client hangs up (limit 2)", () => {
+    /** Three rounds: a request, hung up on once its handler started, then its work ends. */
+    async function rounds(path: string, error?: Error): Promise<Array<number | 'entered'>> {
+      const seen: Array<number | 'entered'> = [];
+      for (let i = 0; i < 3; i++) {
+        const entered = work.entered;
+        const call = open(app.url, path);
+        const first = await Promise.race([
+          work.until((w) => w.entered > entered).then(() => 'entered' as const),
+          call.status,
+        ]);
+        seen.push(first);
+        if (first !== 'entered') continue;
+        const closed = work.closed;
+        call.hangUp();
+        await work.until((w) => w.closed > closed);
+        work.settleAll(error);
+        await work.until((w) => w.inFlight === 0);
+        await tick(20); // the settlement reaches the store
+      }
+      return seen;
+    }
+
+    it('an async handler that succeeds after the hang-up is refunded: every round runs', async () => {
+      expect(await rounds('/attempt/rate/promise')).toEqual(['entered', 'entered', 'entered']);
+    });
+
+    it('an async handler that fails after the hang-up keeps the cost', async () => {
+      expect(await rounds('/attempt/rate/promise', new Error('wrong code'))).toEqual([
+        'entered',
+        'entered',
+        429,
+      ]);
+    });
+
+    it('from(promise) torn down by the hang-up keeps the cost, though its work went on to succeed', async () => {
+      expect(await rounds('/attempt/rate/observable')).toEqual(['entered', 'entered', 429]);
+    });
+  });
+
   it('a request refused by a later guard (the handler is never reached) frees its lease once answered', async () => {
     for (let i = 0; i < 5; i++) expect((await app.request('/throttle/denied')).status).toBe(403);
     expect(work.entered).toBe(0);
