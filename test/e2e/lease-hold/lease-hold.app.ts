@@ -9,13 +9,15 @@ import {
   ForbiddenException,
   Get,
   Module,
+  type MessageEvent,
   Req,
+  Sse,
   type Type,
   UseGuards,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
 import type { Redis } from 'ioredis';
-import { from, type Observable } from 'rxjs';
+import { from, NEVER, type Observable, startWith } from 'rxjs';
 import { Attempt, RedlimitGuard, RedlimitModule, Throttle } from '../../../lib/nest';
 
 /** The work of the handlers: promises the spec settles, and how many are in flight. */
@@ -107,6 +109,14 @@ export function leaseHoldApp(
     @Throttle('conc-short', { key: shared })
     observable(@Req() request: unknown): Observable<string> {
       return from(work.start(request));
+    }
+
+    /** A server-sent event stream that never ends on its own. */
+    @Sse('throttle/sse')
+    @Throttle('conc-short', { key: shared })
+    sse(@Req() request: unknown): Observable<MessageEvent> {
+      void work.start(request);
+      return NEVER.pipe(startWith({ data: 'hello' }));
     }
 
     /** Shares the budget of the routes above (same policy and key): free when a lease is. */

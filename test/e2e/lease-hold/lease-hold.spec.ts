@@ -116,6 +116,25 @@ describe.each(PLATFORMS)('concurrency leases and clients that hang up, on %s', (
     expect(await freed('/throttle/quick-short')).toBe(true); // the 3 s window ended
   });
 
+  it('@Sse under @Throttle: a client that leaves the stream leaves the lease to its window', async () => {
+    const call = open(app.url, '/throttle/sse');
+    expect(await call.status).toBe(200);
+    const closed = work.closed;
+    call.hangUp();
+    await work.until((w) => w.closed > closed);
+    await tick(20);
+    expect((await app.request('/throttle/quick-short')).status).toBe(200); // the other slot
+    expect((await app.request('/throttle/quick-short')).status).toBe(200);
+    const second = open(app.url, '/throttle/sse');
+    try {
+      expect(await second.status).toBe(200);
+      expect((await app.request('/throttle/quick-short')).status).toBe(429);
+    } finally {
+      second.hangUp();
+    }
+    expect(await freed('/throttle/quick-short')).toBe(true); // the 3 s window ended
+  });
+
   it('@Throttle on a handler returning an Observable that completes releases the lease when it completes', async () => {
     const first = app.request('/throttle/observable');
     const second = app.request('/throttle/observable');
