@@ -87,12 +87,14 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
 
   /** `APP_GUARD` providers, in the order Nest runs them (registration order). */
   private globalGuards(): BoundGuard[] {
-    return this.discovery
-      .getProviders()
-      // Nest registers each APP_GUARD provider under the token 'APP_GUARD (UUID: …)'.
-      .filter(({ token }) => typeof token === 'string' && token.startsWith('APP_GUARD'))
-      .map(({ instance, metatype }) => (instance ?? metatype) as BoundGuard)
-      .filter((guard) => guard !== undefined && guard !== null);
+    return (
+      this.discovery
+        .getProviders()
+        // Nest registers each APP_GUARD provider under the token 'APP_GUARD (UUID: …)'.
+        .filter(({ token }) => typeof token === 'string' && token.startsWith('APP_GUARD'))
+        .map(({ instance, metatype }) => (instance ?? metatype) as BoundGuard)
+        .filter((guard) => guard !== undefined && guard !== null)
+    );
   }
 }
 
