@@ -1,0 +1,151 @@
+/**
+ * Adversarial review of receiptSecret, the ledger's `life` marker and the refusal cache's
+ * maxAgeMs: each spec is one attack that got through (each fails until it is fixed).
+ */
+import {
+  Limiter,
+  MemoryStore,
+  type PolicyOptions,
+  type Receipt,
+  RedisStore,
+  type Store,
+} from '../../lib';
+import { backends, TestClock } from '../support/backends';
+import { uniquePrefix } from '../support/redis';
+
+const stores = backends('review-receipts-attack');
+const redisBackends = stores.filter((b) => b.name !== 'memory');
+const SECRET = 'receipt-secret-of-the-app-0123456789';
+const HOUR = 3_600_000;
+const copy = (receipt: Receipt): Receipt => JSON.parse(JSON.stringify(receipt)) as Receipt;
+
+/** `store`, whose consume fails while `down.failing`, with a fallback on the same clock. */
+function flaky(store: Store, clock: TestClock): { store: Store; down: { failing: boolean } } {
+  const down = { failing: false };
+  const fallback = new MemoryStore({ clock: clock.read });
+  const wrapped = new Proxy(store, {
+    get(target, property) {
+      if (property === 'fallback') return () => fallback;
+      if (property === 'consume' && down.failing) {
+        return () => Promise.reject(new Error('store down'));
+      }
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  });
+  return { store: wrapped, down };
+}
+
+describe.each(stores)('$name store: receipt attacks', (backend) => {
+  it('fallback flag set to a truthy non-true value (1) keeps the mac valid and routes a store receipt to the in-process fallback: a second refund, over-admission there', async () => {
+    const clock = new TestClock();
+    const { store, down } = flaky(backend.store(clock), clock);
+    const limiter = new Limiter(
+      store,
+      { name: 'fallback-route', algorithm: 'fixed-window', limit: 3, window: '1h' },
+      { failMode: 'memory', receiptSecret: SECRET },
+    );
+    down.failing = true;
+    expect((await limiter.consume('k')).receipt.fallback).toBe(true); // the fallback's state is born
+    down.failing = false;
+    const onStore = await limiter.consume('k'); // a genuine store receipt (fallback absent)
+    expect(onStore.receipt.fallback).toBeUndefined();
+    down.failing = true;
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false); // the fallback is full: 3 of 3
+    // The holder edits `fallback` to 1: signed as `fallback === true` (false), routed by truthiness.
+    const edited = { ...copy(onStore.receipt), fallback: 1 } as unknown as Receipt;
+    await limiter.refund(edited).catch(() => undefined);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+});
+
+describe.each(stores)(
+  '$name store: ledger markers × forged spend ids (no receiptSecret)',
+  (backend) => {
+    it("a forged spendId 'reset' (a ledger marker's name) must not make a genuine earlier receipt refund nothing (MemoryStore refunds it)", async () => {
+      const clock = new TestClock();
+      const limiter = new Limiter(backend.store(clock), {
+        name: 'marker-id',
+        algorithm: 'fixed-window',
+        limit: 5,
+        window: '1h',
+      });
+      const victim = await limiter.consume('k'); // kept, refunded later
+      const other = await limiter.consume('k');
+      // (a made-up id refunding a unit is documented without receiptSecret; its name is the attack)
+      await limiter.refund({ ...copy(other.receipt), spendId: 'reset' });
+      expect((await limiter.peek('k')).remaining).toBe(3); // (peek: what a consume would leave)
+      await limiter.refund(copy(victim.receipt));
+      expect((await limiter.peek('k')).remaining).toBe(4);
+    });
+  },
+);
+
+describe.each(redisBackends)('$name store: ledger life and encoding', (backend) => {
+  it('a forged receipt with limits longer than the policy (no receiptSecret) makes a ledger for any key live for ages: its TTL stays within the policy lifetime plus the expiry offset', async () => {
+    const clock = new TestClock();
+    const policy = 'forged-life';
+    const limiter = new Limiter(backend.store(clock), {
+      name: policy,
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '1h',
+    });
+    const genuine = await limiter.consume('mine');
+    const forged: Receipt = {
+      ...copy(genuine.receipt),
+      keys: ['never-spent'],
+      spendId: 'made-up',
+      limits: [{ limit: 5, windowMs: 2 ** 52, burst: 5 }],
+    };
+    await limiter.adjust(forged, 1); // cost unchanged: no state touched, always recorded
+    const [ledger] = await backend.keys!(`*{never-spent}:${policy}:r`);
+    expect(ledger).toBeDefined();
+    const ttl = await backend.client!.pttl(ledger!);
+    expect(ttl).toBeLessThan(30 * 24 * HOUR); // one hour of policy lifetime + at most days of offset
+  });
+
+  it('a full ledger of a key that was reset (125 ids + reset, floor and life markers) stays a listpack', async () => {
+    const clock = new TestClock();
+    const policy = 'listpack';
+    const limiter = new Limiter(backend.store(clock), {
+      name: policy,
+      algorithm: 'fixed-window',
+      limit: 1000,
+      window: '1h',
+    });
+    await limiter.consume('lp');
+    await limiter.reset('lp'); // the reset marker
+    clock.advance(1);
+    for (let i = 0; i < 130; i++) {
+      await limiter.refund(await limiter.consume('lp'));
+      clock.advance(1);
+    }
+    const [ledger] = await backend.keys!(`*{lp}:${policy}:r`);
+    expect(await backend.client!.zcard(ledger!)).toBe(128);
+    expect(await backend.client!.object('ENCODING', ledger!)).toBe('listpack');
+  });
+});
+
+describe.each(redisBackends)('$name store: refusal cache × clock step back', (backend) => {
+  it('a reset in another process reaches a cached refusal within maxAgeMs even after the clock stepped back', async () => {
+    const clock = new TestClock();
+    const prefix = uniquePrefix('attack-refusal-step');
+    const processOf = () =>
+      new RedisStore({ client: backend.client!, prefix, clock: clock.read, refusalCache: true });
+    const otp: PolicyOptions = { name: 'step', algorithm: 'fixed-window', limit: 2, window: '1m' };
+    const a = new Limiter(processOf(), otp);
+    const b = new Limiter(processOf(), otp);
+    await a.consume('phone');
+    await a.consume('phone');
+    expect((await a.consume('phone')).allowed).toBe(false); // cached in A for at most 1 s
+    clock.advance(-HOUR); // the clock steps back an hour
+    await b.reset('phone'); // a support unlock in another process
+    clock.advance(1_000); // maxAgeMs (1 s) later, on the store's clock
+    const after = await a.consume('phone');
+    expect(after.cached).toBeUndefined(); // Redis was asked again
+    expect(after.allowed).toBe(true);
+  });
+});
