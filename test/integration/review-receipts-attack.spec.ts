@@ -59,6 +59,28 @@ describe.each(stores)('$name store: receipt attacks', (backend) => {
     await limiter.refund(edited).catch(() => undefined);
     expect((await limiter.consume('k')).allowed).toBe(false);
   });
+  it("a fallback receipt (failMode 'memory') from another process, genuine and signed with the shared secret, refunds in this process's fallback, which never charged it: over-admission there", async () => {
+    const clock = new TestClock();
+    const shared = backend.store(clock);
+    const one = flaky(shared, clock); // two processes on one store, each with its own fallback
+    const two = flaky(shared, clock);
+    const policy: PolicyOptions = {
+      name: 'fallback-elsewhere',
+      algorithm: 'fixed-window',
+      limit: 3,
+      window: '1h',
+    };
+    const first = new Limiter(one.store, policy, { failMode: 'memory', receiptSecret: SECRET });
+    const second = new Limiter(two.store, policy, { failMode: 'memory', receiptSecret: SECRET });
+    one.down.failing = true;
+    two.down.failing = true;
+    for (let i = 0; i < 3; i++) expect((await second.consume('k')).allowed).toBe(true);
+    expect((await second.consume('k')).allowed).toBe(false); // the second process's fallback: full
+    const elsewhere = await first.consume('k'); // charged to the first process's fallback
+    expect(elsewhere.receipt.fallback).toBe(true);
+    await second.refund(copy(elsewhere.receipt)).catch(() => undefined);
+    expect((await second.consume('k')).allowed).toBe(false);
+  });
 });
 
 describe.each(stores)(
