@@ -10,6 +10,7 @@ import {
   RedisStore,
   type Store,
 } from '../../lib';
+import { inspect } from 'node:util';
 import { backends, TestClock } from '../support/backends';
 import { uniquePrefix } from '../support/redis';
 
@@ -169,5 +170,17 @@ describe.each(redisBackends)('$name store: refusal cache × clock step back', (b
     const after = await a.consume('phone');
     expect(after.cached).toBeUndefined(); // Redis was asked again
     expect(after.allowed).toBe(true);
+  });
+});
+
+describe('receiptSecret disclosure', () => {
+  it('a Limiter logged or serialised (JSON.stringify, util.inspect) does not show its receiptSecret', () => {
+    const limiter = new Limiter(
+      new MemoryStore(),
+      { name: 'logged', algorithm: 'fixed-window', limit: 1, window: '1m' },
+      { receiptSecret: SECRET },
+    );
+    expect(JSON.stringify(limiter)).not.toContain(SECRET);
+    expect(inspect(limiter, { depth: 5 })).not.toContain(SECRET);
   });
 });
