@@ -173,6 +173,25 @@ describe.each(redisBackends)('$name store: refusal cache × clock step back', (b
   });
 });
 
+describe.each(stores)('$name store: receipts × another store (prefix, tenant)', (backend) => {
+  it('a genuine receipt charged on one store (prefix) refunds on another store sharing the secret and policy name, which never charged it: over-admission there', async () => {
+    const clock = new TestClock();
+    const policy: PolicyOptions = {
+      name: 'tenant',
+      algorithm: 'fixed-window',
+      limit: 3,
+      window: '1h',
+    };
+    const tenantA = new Limiter(backend.store(clock), policy, { receiptSecret: SECRET });
+    const tenantB = new Limiter(backend.store(clock), policy, { receiptSecret: SECRET });
+    for (let i = 0; i < 3; i++) expect((await tenantB.consume('user:1')).allowed).toBe(true);
+    expect((await tenantB.consume('user:1')).allowed).toBe(false);
+    const spentOnA = await tenantA.consume('user:1');
+    await tenantB.refund(copy(spentOnA.receipt)).catch(() => undefined);
+    expect((await tenantB.consume('user:1')).allowed).toBe(false);
+  });
+});
+
 describe('receiptSecret disclosure', () => {
   it('a Limiter logged or serialised (JSON.stringify, util.inspect) does not show its receiptSecret', () => {
     const limiter = new Limiter(
