@@ -106,6 +106,28 @@ describe.each(stores)(
   },
 );
 
+describe.each(stores)('$name store: ledger life beyond range (no receiptSecret)', (backend) => {
+  it("a forged token-bucket receipt whose lifetime (burst × window / limit) is past PEXPIREAT's range must not make the key's genuine refunds fail (MemoryStore refunds them)", async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'life-range',
+      algorithm: 'token-bucket',
+      limit: 5,
+      window: '1h',
+    });
+    const genuine = await limiter.consume('victim');
+    const other = await limiter.consume('victim');
+    const huge = Number.MAX_SAFE_INTEGER;
+    const forged: Receipt = {
+      ...copy(other.receipt),
+      spendId: 'made-up',
+      limits: [{ limit: 1, windowMs: huge, burst: huge }],
+    };
+    await limiter.adjust(forged, forged.cost).catch(() => undefined); // recorded, nothing charged
+    await expect(limiter.refund(copy(genuine.receipt))).resolves.toBe(true);
+  });
+});
+
 describe.each(redisBackends)('$name store: ledger life and encoding', (backend) => {
   it('a forged receipt with limits longer than the policy (no receiptSecret) makes a ledger for any key live for ages: its TTL stays within the policy lifetime plus the expiry offset', async () => {
     const clock = new TestClock();
