@@ -19,7 +19,7 @@ import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './er
 import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
-import { hasValidMac, receiptMac } from './receipt-mac.util';
+import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
 import { checkArgumentCount, checkOptions } from './options.util';
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
@@ -103,6 +103,13 @@ export interface WaitForOptions extends ConsumeOptions, WaitOptions {}
 /** The longest delay `setTimeout` honours (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * A spend id as the stores issue them (see `lib/stores/spend-id.util.ts`): a per-process tag and
+ * a counter, in base64url characters. Anything else (a ledger marker's name, '=' of an adjusted
+ * entry) is no spend id.
+ */
+const SPEND_ID = /^[A-Za-z0-9_-]{9,32}$/;
+
 /** Every option of {@link LimiterOptions}: any other is an error. */
 const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
   'failMode',
@@ -164,6 +171,10 @@ export class Limiter {
   private shadowRefusals = 0;
   /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
   private readonly deadlines: Deadlines;
+  /** The limiter's options, less `receiptSecret` (kept only inside {@link receipts}). */
+  private readonly options: Omit<LimiterOptions, 'receiptSecret'>;
+  /** Signs and checks receipts (option `receiptSecret`), or undefined without a secret. */
+  private readonly receipts: ReceiptSigner | undefined;
   /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
   private fallback?: Store;
 
@@ -174,13 +185,16 @@ export class Limiter {
     /** Where this limiter's budget lives. */
     readonly store: Store,
     policy: PolicyOptions,
-    private readonly options: LimiterOptions = {},
+    options: LimiterOptions = {},
   ) {
     if (!store || typeof store.consume !== 'function' || typeof store.refund !== 'function') {
       throw new TypeError('Limiter store must implement Store (consume, peek, refund, reset)');
     }
     this.policy = resolvePolicy(policy);
     checkOptions(options, LIMITER_OPTIONS, 'Limiter options');
+    // The secret is kept where neither JSON.stringify nor util.inspect of the limiter shows it.
+    const { receiptSecret, ...rest } = options;
+    this.options = rest;
     const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
     if (!FAIL_MODES.includes(failMode)) {
       throw new RangeError(
@@ -201,7 +215,6 @@ export class Limiter {
     }
     this.deadlines = new Deadlines(this.timeoutMs);
     this.failureRetryAfterMs = positiveMs(options.failureRetryAfterMs, 1000, 'failureRetryAfterMs');
-    const { receiptSecret } = options;
     if (
       receiptSecret !== undefined &&
       (typeof receiptSecret !== 'string' || receiptSecret.length < 16)
@@ -213,6 +226,11 @@ export class Limiter {
         }`,
       );
     }
+    const { prefix } = store as { readonly prefix?: unknown };
+    this.receipts =
+      receiptSecret === undefined
+        ? undefined
+        : receiptSigner(receiptSecret, typeof prefix === 'string' ? prefix : '');
   }
 
   /**
@@ -401,11 +419,18 @@ export class Limiter {
       limits.length === 0 ||
       !limits.every((rule) => {
         const { limit, windowMs, burst } = (rule ?? {}) as Partial<LimitRule>;
-        return whole(limit) && whole(windowMs) && whole(burst);
+        // As a policy's: exact in Lua numbers (a bucket's lifetime is burst × window / limit).
+        return (
+          whole(limit) &&
+          whole(windowMs) &&
+          whole(burst) &&
+          limit! * windowMs! <= Number.MAX_SAFE_INTEGER &&
+          burst! * windowMs! <= Number.MAX_SAFE_INTEGER
+        );
       })
     ) {
       throw new TypeError(
-        `${operation}(): the receipt's limits must be as they were returned ({ limit, windowMs, burst } whole numbers)`,
+        `${operation}(): the receipt's limits must be as they were returned ({ limit, windowMs, burst } whole numbers, limit × windowMs and burst × windowMs below 2^53)`,
       );
     }
     const atByKey: unknown = receipt.atByKey;
@@ -422,10 +447,16 @@ export class Limiter {
         `${operation}(): the receipt's at, atByKey and keys must be as they were returned (instants in whole ms, non-empty keys)`,
       );
     }
-    if (typeof receipt.spendId !== 'string' || receipt.spendId === '') {
+    if (typeof receipt.spendId !== 'string' || !SPEND_ID.test(receipt.spendId)) {
       // The store's ledger knows a spend by its id: without it, "at most once" cannot hold.
       throw new TypeError(
-        `${operation}(): the receipt has no spendId; pass the Receipt as it was returned`,
+        `${operation}(): the receipt has no spendId as a store issues them; pass the Receipt as it was returned`,
+      );
+    }
+    const fallback: unknown = receipt.fallback;
+    if (fallback !== undefined && typeof fallback !== 'boolean') {
+      throw new TypeError(
+        `${operation}(): the receipt's fallback must be true, false or absent; pass the Receipt as it was returned`,
       );
     }
     const marks: unknown = receipt.resetMarks;
@@ -439,8 +470,7 @@ export class Limiter {
         `${operation}(): the receipt's resetMarks must be one whole number ≥ 0 per key; pass the Receipt as it was returned`,
       );
     }
-    const { receiptSecret } = this.options;
-    if (receiptSecret !== undefined && !hasValidMac(receiptSecret, receipt)) {
+    if (this.receipts !== undefined && !this.receipts.verify(receipt)) {
       throw new TypeError(
         `${operation}(): the receipt's mac does not match its fields (edited, forged, or signed with another receiptSecret); pass the Receipt as it was returned`,
       );
@@ -922,8 +952,7 @@ export class Limiter {
     if (spent && result.atByKey !== undefined) receipt.atByKey = result.atByKey;
     if (spent && result.resetMarks !== undefined) receipt.resetMarks = result.resetMarks;
     if (failure) receipt.fallback = true;
-    const { receiptSecret } = this.options;
-    if (spent && receiptSecret !== undefined) receipt.mac = receiptMac(receiptSecret, receipt);
+    if (spent && this.receipts !== undefined) receipt.mac = this.receipts.sign(receipt);
     const blockedKey = request.keys[result.blockedKeyIndex];
     const { warnAt } = this.policy;
     const decision: { -readonly [K in keyof Decision]: Decision[K] } = {

@@ -9,7 +9,7 @@ import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm'
 import type { SlidingLogState } from './memory/sliding-log.memory';
 import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
-import { lastSpendSequence, nextSpendId, spendSequence } from './spend-id.util';
+import { lastSpendSequence, newSpendTag, nextSpendId, spendSequence } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { blockKey, ledgerKey, storageKey } from './storage-key.util';
 import type {
@@ -101,7 +101,7 @@ interface LockoutJudgement {
 const DAY_MS = 86_400_000;
 
 /** At most this many refunded ids per caller key (older ones raise the floor). */
-const LEDGER_CAP = 125;
+const LEDGER_CAP = 124;
 
 /**
  * Budget in this process's memory, with the same semantics as {@link RedisStore}: for development,
@@ -124,6 +124,8 @@ export class MemoryStore implements Store {
   private readonly sweepIntervalMs: number;
   private readonly maxKeys: number;
   private nextSweepAt = 0;
+  /** Starts every spend id this store issues: a receipt of another store refunds nothing here. */
+  private readonly spendTag = newSpendTag();
 
   constructor(options: MemoryStoreOptions = {}) {
     checkOptions(options, OPTIONS, 'MemoryStore options');
@@ -294,13 +296,16 @@ export class MemoryStore implements Store {
 
   /**
    * Whether the spend's count on `key` was forgotten since it was charged: a state of the key was
-   * born after the spend (pushed out under `maxKeys`, or reset, and written again). Its receipt then
+   * born after the spend (pushed out under `maxKeys`, or reset, and written again), or the spend
+   * was never charged here (another store's or process's, e.g. a fallback receipt refunded
+   * elsewhere). Its receipt then
    * refunds and adjusts nothing there, as after a reset: else a caller pushed out while attempts
    * were in flight would get a full budget and its old spends back.
    */
   private forgotten(request: RefundRequest, key: string): boolean {
-    const sequence = request.spendId === undefined ? undefined : spendSequence(request.spendId);
-    if (sequence === undefined) return false;
+    if (request.spendId === undefined) return false;
+    const sequence = spendSequence(request.spendId, this.spendTag);
+    if (sequence === undefined) return true; // another store's spend: never charged here
     return request.limits.some(
       (_, l) => (this.entries.get(storageKey('', key, request.policy, l))?.born ?? 0) > sequence,
     );
@@ -378,7 +383,7 @@ export class MemoryStore implements Store {
   /** Evaluates every request before writing anything; charges all of them only if all fit. */
   private decideStack(requests: readonly SpendRequest[], spend: boolean): StackResult {
     const clockNow = this.now();
-    const spendId = spend ? nextSpendId() : undefined;
+    const spendId = spend ? nextSpendId(this.spendTag) : undefined;
     let now = clockNow;
     let parts = requests.map((request) => this.judge(request, now, spendId));
     // A state from a later window: the clock stepped back. Time is never earlier than the state

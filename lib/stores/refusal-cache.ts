@@ -216,7 +216,8 @@ export class RefusalCache {
     const entry = this.entries.get(name);
     if (entry === undefined) return undefined;
     const now = this.clock();
-    if (now >= entry.until) {
+    // (a clock that stepped back before the refusal was issued: its wait can no longer be counted)
+    if (now >= entry.until || now < entry.issuedAt) {
       this.drop(name);
       return undefined;
     }

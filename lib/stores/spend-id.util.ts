@@ -8,9 +8,14 @@ let counter = 0;
  * A new id for one spend: the refund ledger records it so a spend is refunded at most once, and a
  * sliding log names the members the spend added after it.
  */
-export function nextSpendId(): string {
+export function nextSpendId(tag: string = processTag): string {
   counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
-  return `${processTag}${counter.toString(36)}`;
+  return `${tag}${counter.toString(36)}`;
+}
+
+/** A new tag of 8 base64url characters, for spend ids of one store only (see `MemoryStore`). */
+export function newSpendTag(): string {
+  return randomBytes(6).toString('base64url');
 }
 
 /** The sequence number of the latest spend id this process issued (0: none yet). */
@@ -19,11 +24,11 @@ export function lastSpendSequence(): number {
 }
 
 /**
- * The sequence number of a spend id this process issued (they only grow), or undefined for an id
- * from another process (or not an id at all).
+ * The sequence number of a spend id issued with `tag` (they only grow), or undefined for an id with
+ * another tag (another process's, another store's) or not an id at all.
  */
-export function spendSequence(spendId: string): number | undefined {
-  if (!spendId.startsWith(processTag)) return undefined;
-  const sequence = parseInt(spendId.slice(processTag.length), 36);
+export function spendSequence(spendId: string, tag: string = processTag): number | undefined {
+  if (!spendId.startsWith(tag)) return undefined;
+  const sequence = parseInt(spendId.slice(tag.length), 36);
   return Number.isSafeInteger(sequence) ? sequence : undefined;
 }

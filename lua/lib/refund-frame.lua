@@ -24,7 +24,7 @@ compared, so a reset in the same millisecond as the spend, before or after it, i
 at or below the floor, and not twice (however many copies of its receipt come back). An adjusted
 spend is recorded as "<id>=<new cost>" (same score): it is adjusted at most once, and a refund
 after it gives back the new cost (then the member becomes "<id>"). The ledger keeps only ids within the lifetime,
-at most 125 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
+at most 124 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
 whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
 not recorded. A refund writes nothing when it gives nothing back; an adjustment is always recorded
 (so a copy of its receipt, or a later refund, knows it).
@@ -39,7 +39,9 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
 Return number of (key, limit) states that gave something back (or were charged)
 ]]
-local LEDGER_CAP = 125 -- with the three markers, at most 128 entries: Redis keeps it a compact listpack
+-- With the three markers and the id added before trimming, at most 128 entries: Redis keeps it a
+-- compact listpack (a zset never converts back once it has held more).
+local LEDGER_CAP = 124
 
 -- What the ledger holds of spend `spendId` at `at`, from one read of the members scored by that
 -- instant: whether it was refunded ("<id>"), and if it was adjusted its new cost and member.

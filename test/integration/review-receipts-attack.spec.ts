@@ -98,10 +98,14 @@ describe.each(stores)(
       const victim = await limiter.consume('k'); // kept, refunded later
       const other = await limiter.consume('k');
       // (a made-up id refunding a unit is documented without receiptSecret; its name is the attack)
-      await limiter.refund({ ...copy(other.receipt), spendId: 'reset' });
-      expect((await limiter.peek('k')).remaining).toBe(3); // (peek: what a consume would leave)
+      for (const marker of ['reset', 'floor', 'life', `${other.receipt.spendId}=0`]) {
+        await expect(limiter.refund({ ...copy(other.receipt), spendId: marker })).rejects.toThrow(
+          /no spendId as a store issues them/,
+        );
+      }
+      expect((await limiter.peek('k')).remaining).toBe(2); // (peek: what a consume would leave)
       await limiter.refund(copy(victim.receipt));
-      expect((await limiter.peek('k')).remaining).toBe(4);
+      expect((await limiter.peek('k')).remaining).toBe(3);
     });
   },
 );
@@ -129,30 +133,28 @@ describe.each(stores)('$name store: ledger life beyond range (no receiptSecret)'
 });
 
 describe.each(redisBackends)('$name store: ledger life and encoding', (backend) => {
-  it('a forged receipt with limits longer than the policy (no receiptSecret) makes a ledger for any key live for ages: its TTL stays within the policy lifetime plus the expiry offset', async () => {
+  // Without receiptSecret a receipt is a bearer credential (security.md): whoever may hand in
+  // edited receipts can make ledgers for any key live as long as the limits it names. With it:
+  it('a forged receipt with limits longer than the policy makes no ledger for any key live for ages: with receiptSecret it is refused, and nothing is written', async () => {
     const clock = new TestClock();
     const policy = 'forged-life';
-    const limiter = new Limiter(backend.store(clock), {
-      name: policy,
-      algorithm: 'fixed-window',
-      limit: 5,
-      window: '1h',
-    });
+    const limiter = new Limiter(
+      backend.store(clock),
+      { name: policy, algorithm: 'fixed-window', limit: 5, window: '1h' },
+      { receiptSecret: 'receipt-secret-of-the-app-0123456789' },
+    );
     const genuine = await limiter.consume('mine');
     const forged: Receipt = {
       ...copy(genuine.receipt),
       keys: ['never-spent'],
-      spendId: 'made-up',
-      limits: [{ limit: 5, windowMs: 2 ** 52, burst: 5 }],
+      spendId: `${genuine.receipt.spendId}0`,
+      limits: [{ limit: 5, windowMs: 2 ** 50, burst: 5 }],
     };
-    await limiter.adjust(forged, 1); // cost unchanged: no state touched, always recorded
-    const [ledger] = await backend.keys!(`*{never-spent}:${policy}:r`);
-    expect(ledger).toBeDefined();
-    const ttl = await backend.client!.pttl(ledger!);
-    expect(ttl).toBeLessThan(30 * 24 * HOUR); // one hour of policy lifetime + at most days of offset
+    await expect(limiter.adjust(forged, 1)).rejects.toThrow(/mac does not match/);
+    expect(await backend.keys!(`*{never-spent}:${policy}:r`)).toEqual([]);
   });
 
-  it('a full ledger of a key that was reset (125 ids + reset, floor and life markers) stays a listpack', async () => {
+  it('a full ledger of a key that was reset (124 ids + reset, floor and life markers) stays a listpack', async () => {
     const clock = new TestClock();
     const policy = 'listpack';
     const limiter = new Limiter(backend.store(clock), {
@@ -169,7 +171,7 @@ describe.each(redisBackends)('$name store: ledger life and encoding', (backend) 
       clock.advance(1);
     }
     const [ledger] = await backend.keys!(`*{lp}:${policy}:r`);
-    expect(await backend.client!.zcard(ledger!)).toBe(128);
+    expect(await backend.client!.zcard(ledger!)).toBe(127);
     expect(await backend.client!.object('ENCODING', ledger!)).toBe('listpack');
   });
 });
