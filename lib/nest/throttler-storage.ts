@@ -71,6 +71,12 @@ const FAILURE_LOG_INTERVAL_MS = 10_000;
  * the limit locks the caller's key out for `blockDuration` (the guard's default: the `ttl`).
  * Unlike the default storage, a refused hit costs nothing: only admitted hits are counted.
  *
+ * As in @nestjs/throttler's own storage, a key has one count per throttler name (and `ttl`),
+ * compared with the `limit` of each call: a limit resolved per request shares that count, so it
+ * never mints budgets. A limit below 1 refuses every hit, a fractional one admits its whole part
+ * (2.5 admits 2), `Infinity` admits every hit; a limit, `ttl` or `blockDuration` that is not a
+ * number (or NaN) is a `TypeError`/`RangeError` naming it.
+ *
  * @example
  * ThrottlerModule.forRoot({
  *   throttlers: [{ ttl: 60_000, limit: 10 }],
@@ -78,6 +84,12 @@ const FAILURE_LOG_INTERVAL_MS = 10_000;
  * });
  */
 export class RedlimitThrottlerStorage {
+  /**
+   * Most limiters (one per `(name, ttl, limit, blockDuration)` seen) kept; past it the least
+   * recently used is dropped. Dropping one loses nothing: the counts live in the store.
+   */
+  static readonly MAX_LIMITERS = 1_000;
+
   private readonly store: Store;
   private readonly limiters = new Map<string, Limiter>();
   private readonly limiterOptions: LimiterOptions;
@@ -132,6 +144,9 @@ export class RedlimitThrottlerStorage {
   /**
    * One hit of `key` under a throttler: `limit` hits per `ttl` ms, and, when over, refused for
    * `blockDuration` ms. Called by `ThrottlerGuard`.
+   *
+   * @throws TypeError / RangeError naming `ttl`, `limit` or `blockDuration` when it is not a
+   * number, NaN, or (`ttl`) not above 0, or (`blockDuration`) negative
    */
   async increment(
     key: string,
@@ -140,30 +155,51 @@ export class RedlimitThrottlerStorage {
     blockDuration: number,
     throttlerName: string,
   ): Promise<ThrottlerStorageRecordLike> {
-    const decision = await this.limiter(ttl, limit, blockDuration, throttlerName).consume(key);
+    checkArguments(ttl, limit, blockDuration);
+    const windowMs = Math.ceil(ttl);
+    const blockMs = Math.ceil(blockDuration);
+    // ThrottlerGuard refuses when `totalHits > limit`: the whole part of the limit is admitted.
+    // The scripts keep limit × window below 2^53; no count gets near that bound.
+    const admitted = Math.min(Math.floor(limit), Math.floor(Number.MAX_SAFE_INTEGER / windowMs));
+    if (admitted < 1) {
+      const seconds = Math.max(1, Math.ceil(windowMs / 1000));
+      return {
+        totalHits: 1,
+        timeToExpire: seconds,
+        isBlocked: true,
+        timeToBlockExpire: blockMs > 0 ? Math.max(1, Math.ceil(blockMs / 1000)) : seconds,
+      };
+    }
+    const decision = await this.limiter(windowMs, admitted, blockMs, throttlerName).consume(key);
     const timeToExpire = Math.max(1, Math.ceil(decision.resetAfterMs / 1000));
     if (decision.allowed) {
       return {
-        totalHits: limit - decision.remaining,
+        totalHits: admitted - decision.remaining,
         timeToExpire,
         isBlocked: false,
         timeToBlockExpire: 0,
       };
     }
     return {
-      totalHits: limit + 1,
+      totalHits: admitted + 1,
       timeToExpire,
       isBlocked: true,
       timeToBlockExpire: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)),
     };
   }
 
-  /** The limiter of one throttler setting (the policy name is a hash of it: the same everywhere). */
+  /**
+   * The limiter of one throttler setting. Its policy name is a hash of the throttler's name and
+   * `ttl` alone, so every limit and `blockDuration` of that throttler reads and writes the same
+   * stored count (a fixed window's count does not depend on the limit) and the same lockout.
+   */
   private limiter(ttl: number, limit: number, blockDuration: number, name: string): Limiter {
     const id = `${name}\u0000${ttl}\u0000${limit}\u0000${blockDuration}`;
     let limiter = this.limiters.get(id);
-    if (limiter === undefined) {
-      const hash = createHash('sha256').update(id).digest('hex').slice(0, 16);
+    if (limiter !== undefined) {
+      this.limiters.delete(id); // most recently used goes last
+    } else {
+      const hash = createHash('sha256').update(`${name}\u0000${ttl}`).digest('hex').slice(0, 16);
       limiter = new Limiter(
         this.store,
         {
@@ -177,9 +213,34 @@ export class RedlimitThrottlerStorage {
         },
         this.limiterOptions,
       );
-      this.limiters.set(id, limiter);
+      if (this.limiters.size >= RedlimitThrottlerStorage.MAX_LIMITERS) {
+        this.limiters.delete(this.limiters.keys().next().value!);
+      }
     }
+    this.limiters.set(id, limiter);
     return limiter;
+  }
+}
+
+function checkArguments(ttl: unknown, limit: unknown, blockDuration: unknown): void {
+  const got = (value: unknown) =>
+    typeof value === 'number' ? String(value) : (JSON.stringify(value) ?? String(value));
+  if (typeof limit !== 'number' || Number.isNaN(limit)) {
+    throw new TypeError(`RedlimitThrottlerStorage: limit must be a number; got ${got(limit)}`);
+  }
+  if (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl <= 0) {
+    throw new RangeError(
+      `RedlimitThrottlerStorage: ttl must be a number of ms above 0; got ${got(ttl)}`,
+    );
+  }
+  if (
+    typeof blockDuration !== 'number' ||
+    !(blockDuration >= 0) ||
+    !Number.isFinite(blockDuration)
+  ) {
+    throw new RangeError(
+      `RedlimitThrottlerStorage: blockDuration must be a number of ms, 0 or more; got ${got(blockDuration)}`,
+    );
   }
 }
 

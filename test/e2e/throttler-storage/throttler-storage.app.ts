@@ -43,6 +43,42 @@ export function throttlerStorageApp(client: Redis, prefix: string): Type {
     }
   }
 
+  /**
+   * A limit resolved per request that alternates between 3 and 5 (e.g. read from request data):
+   * one budget per caller all the same.
+   */
+  let alternate = 0;
+  @Controller('alternating')
+  @SkipThrottle({ burst: true })
+  class AlternatingController {
+    @Get()
+    @Throttle({ default: { limit: () => (alternate++ % 2 ? 5 : 3), ttl: 60_000 } })
+    alternating(): string {
+      return 'alternating';
+    }
+
+    /** A limit of 0: every request refused (as @nestjs/throttler's storage does), not a 500. */
+    @Get('zero')
+    @Throttle({ default: { limit: 0, ttl: 60_000 } })
+    zero(): string {
+      return 'zero';
+    }
+
+    /** A limit of 2.5: two requests, as `totalHits > limit` admits. */
+    @Get('fraction')
+    @Throttle({ default: { limit: 2.5, ttl: 60_000 } })
+    fraction(): string {
+      return 'fraction';
+    }
+
+    /** A limit of Infinity: every request through. */
+    @Get('unlimited')
+    @Throttle({ default: { limit: Infinity, ttl: 60_000 } })
+    unlimited(): string {
+      return 'unlimited';
+    }
+  }
+
   /** Two routes sharing one budget through a key of the caller alone. */
   @Controller('shared')
   @SkipThrottle({ default: true })
@@ -93,7 +129,7 @@ export function throttlerStorageApp(client: Redis, prefix: string): Type {
         errorMessage: (_context, detail) => `over: ${detail.totalHits} hits of ${detail.limit}`,
       }),
     ],
-    controllers: [HelloController, SharedController, LimitController],
+    controllers: [HelloController, SharedController, LimitController, AlternatingController],
     providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
   })
   class ThrottlerStorageModule {}

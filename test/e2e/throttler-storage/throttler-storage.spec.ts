@@ -109,4 +109,22 @@ describe.each(PLATFORMS)('@nestjs/throttler with RedlimitThrottlerStorage on %s'
     expect(again.status).toBe(200);
     expect(again.headers.get('x-ratelimit-remaining')).toBe('0');
   });
+
+  it('a limit resolved per request, alternating 3 and 5: one budget, 4 of 20 through (as @nestjs/throttler)', async () => {
+    const codes = [];
+    for (let i = 0; i < 20; i++) codes.push((await app.request('/alternating')).status);
+    expect(count(codes, 200)).toBe(4);
+    expect(count(codes, 429)).toBe(16);
+  });
+
+  it('odd limits answer as @nestjs/throttler does: 0 refuses all, 2.5 admits 2, Infinity admits all (never a 500)', async () => {
+    const run = async (path: string) => {
+      const codes = [];
+      for (let i = 0; i < 6; i++) codes.push((await app.request(path)).status);
+      return codes;
+    };
+    expect(await run('/alternating/zero')).toEqual([429, 429, 429, 429, 429, 429]);
+    expect(await run('/alternating/fraction')).toEqual([200, 200, 429, 429, 429, 429]);
+    expect(await run('/alternating/unlimited')).toEqual([200, 200, 200, 200, 200, 200]);
+  });
 });
