@@ -1,8 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { Limiter } from '../core/limiter';
 import type { Algorithm } from '../core/policy';
 import { LimiterRegistry } from './limiter.registry';
 import { RedlimitConnection } from './redlimit-connection.service';
+import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 
 /** Options of {@link RedlimitHealthIndicator.isHealthy}. */
 export interface RedlimitHealthOptions {
@@ -25,7 +26,12 @@ export type RedlimitHealthDetails = {
   readonly connection?: string;
   /** `up`: how long the check took, in ms. */
   readonly latencyMs?: number;
-  /** `down`: why. */
+  /**
+   * `down`: why, in generic words (`<algorithm>: the store did not answer within <n> ms`, or
+   * `<algorithm>: the store failed (the reason is in the log)`). The store's own error text, which
+   * can name hosts, ports or commands, is never put here: it is logged (Nest `Logger`, context
+   * `Redlimit`, at most once every 10 s).
+   */
   readonly error?: string;
 };
 
@@ -39,12 +45,15 @@ export type RedlimitHealthResult<Key extends string = 'redlimit'> = Record<
 const PROBE_KEY = 'redlimit:health';
 const PROBE_POLICY = 'redlimit-health';
 const DEFAULT_TIMEOUT_MS = 1000;
+/** The detail of a failed check is logged at most once in this interval. */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 /**
  * Health of the module's rate-limit store, for `@nestjs/terminus` (or any health endpoint):
  * `up` when the store answers and runs the Lua script of every algorithm the module's policies
  * use — a read-only `peek` on a probe key per algorithm, so nothing is written and a missing function
- * library is loaded as it would be for a request — within `timeoutMs`; `down` with the reason otherwise.
+ * library is loaded as it would be for a request — within `timeoutMs`; `down` with a generic reason
+ * otherwise (the store's error text is logged, never put in the output, which is often public).
  * It never waits longer than `timeoutMs`, so a stopped or hung Redis reports `down` quickly.
  *
  * It returns Terminus's result shape and does not import `@nestjs/terminus` (an optional peer):
@@ -69,6 +78,9 @@ const DEFAULT_TIMEOUT_MS = 1000;
  */
 @Injectable()
 export class RedlimitHealthIndicator {
+  private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+  private lastLoggedAt = -Infinity;
+
   constructor(
     private readonly connection: RedlimitConnection,
     private readonly registry: LimiterRegistry,
@@ -113,13 +125,16 @@ export class RedlimitHealthIndicator {
     return used.size > 0 ? [...used].sort() : ['fixed-window'];
   }
 
-  /** Peeks once per algorithm, in parallel; the first failure's reason, or undefined. */
+  /**
+   * Peeks once per algorithm, in parallel; the first failure's generic reason (its detail logged),
+   * or undefined.
+   */
   private async probe(
     algorithms: readonly Algorithm[],
     timeoutMs: number,
   ): Promise<string | undefined> {
     const failures = await Promise.all(
-      algorithms.map(async (algorithm) => {
+      algorithms.map(async (algorithm): Promise<[string, string] | undefined> => {
         try {
           const limiter = new Limiter(
             this.connection.store,
@@ -128,12 +143,29 @@ export class RedlimitHealthIndicator {
             { failMode: 'closed', timeoutMs, onStoreFailure: () => undefined },
           );
           const decision = await limiter.peek(PROBE_KEY);
-          return decision.failure ? `${algorithm}: ${decision.failure.error.message}` : undefined;
+          const failure = decision.failure;
+          if (failure === undefined) return undefined;
+          return failure.reason === 'timeout'
+            ? [
+                `${algorithm}: the store did not answer within ${timeoutMs} ms`,
+                failure.error.message,
+              ]
+            : [`${algorithm}: the store failed (the reason is in the log)`, failure.error.message];
         } catch (error) {
-          return `${algorithm}: ${error instanceof Error ? error.message : String(error)}`;
+          return [
+            `${algorithm}: the store failed (the reason is in the log)`,
+            error instanceof Error ? error.message : String(error),
+          ];
         }
       }),
     );
-    return failures.find((failure) => failure !== undefined);
+    const first = failures.find((failure) => failure !== undefined);
+    if (first === undefined) return undefined;
+    const now = performance.now();
+    if (now - this.lastLoggedAt >= FAILURE_LOG_INTERVAL_MS) {
+      this.lastLoggedAt = now;
+      this.logger.warn(`RedlimitHealthIndicator: down, ${first[0].split(':')[0]}: ${first[1]}`);
+    }
+    return first[0];
   }
 }

@@ -72,6 +72,43 @@ describe.each(PLATFORMS)('RedlimitHealthIndicator (Terminus) on %s', (platform) 
     }
   });
 
+  // The health output is often public (load balancers, status pages): a Redis error string can
+  // name hosts, ports and, in some clients' messages, credentials. The output gives a generic
+  // reason; the detail goes to the log.
+  it("never puts the store's error text in its output: a generic reason, the detail in the log", async () => {
+    const server = await startRedisServer(
+      ['FCALL', 'FUNCTION', 'EVALSHA', 'EVAL'].flatMap((command) => [
+        '--rename-command',
+        command,
+        '',
+      ]),
+    );
+    const url = new URL(server.url);
+    try {
+      app = await startApp(
+        healthApp({ redis: server.url, prefix: uniquePrefix('health'), policies }),
+        platform,
+      );
+      const down = await health();
+      expect(down.status).toBe(503);
+      const text = JSON.stringify(down.body);
+      expect(text).not.toMatch(/unknown command|FCALL|EVALSHA|ERR /i);
+      expect(text).not.toContain(url.port);
+      expect(down.body.error?.['rate-limits']?.error).toBe(
+        'sliding-window: the store failed (the reason is in the log)',
+      );
+      expect(
+        app.logs.filter((line) => /RedlimitHealthIndicator: .*unknown command/i.test(line)),
+      ).toHaveLength(1);
+      await server.stop();
+      const stopped = JSON.stringify((await health()).body);
+      expect(stopped).not.toContain(url.port);
+      expect(stopped).not.toContain('127.0.0.1');
+    } finally {
+      await server.stop();
+    }
+  });
+
   it(`is down within its bound (${HEALTH_TIMEOUT_MS} ms) while Redis hangs`, async () => {
     const redis = await startFreezableRedis();
     try {
@@ -111,7 +148,10 @@ describe.each(PLATFORMS)('RedlimitHealthIndicator (Terminus) on %s', (platform) 
       const { status, body } = await health();
       expect(status).toBe(503);
       expect(body.error?.['rate-limits']).toMatchObject({ status: 'down', connection: 'ready' });
-      expect(body.error?.['rate-limits']?.error).toMatch(/unknown command/i);
+      expect(body.error?.['rate-limits']?.error).toMatch(/the store failed/);
+      expect(
+        app.logs.some((line) => /RedlimitHealthIndicator: .*unknown command/i.test(line)),
+      ).toBe(true);
     } finally {
       client.disconnect();
       await server.stop();
