@@ -41,7 +41,7 @@ export type EnvSource =
  * | `REDLIMIT_TRUSTED_HOPS` | whole number ≥ 1: how many proxies are in front of the app (`clientIp.trustedHops`) |
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
- * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys (never shown in errors) |
+ * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys, at least 16 characters; set but empty or blank is an error (never shown in errors) |
  * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
  * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
  * | `REDLIMIT_SHADOW` | `true` or `false`: shadow mode for every policy that sets none |
@@ -168,6 +168,15 @@ export function redlimitOptionsFromEnv(
   }
 
   const secret = read('REDLIMIT_KEY_SECRET');
+  // Empty means unset for every other variable; a secret set to '' or blanks is a mistake that
+  // would silently leave keys unkeyed (plain SHA-256): refused, as the module option is.
+  if (secret === undefined && isBlankString(rawValue(source, 'REDLIMIT_KEY_SECRET'))) {
+    throw new RedlimitConfigError(
+      'REDLIMIT_KEY_SECRET',
+      '***',
+      'it is set but empty or blank; unset it to go without a secret, or give at least 16 characters',
+    );
+  }
   if (secret !== undefined) {
     if (secret.length < 16) {
       throw new RedlimitConfigError(
@@ -290,13 +299,20 @@ function ipEntries(variable: string, value: string, option: string): string[] {
 }
 
 /** Reads a variable as a trimmed string; unset and empty both mean "not set". */
+/** A variable's value as the source holds it, untrimmed. */
+function rawValue(source: EnvSource, name: string): unknown {
+  return typeof (source as { get?: unknown }).get === 'function'
+    ? (source as { get(name: string): unknown }).get(name)
+    : (source as Readonly<Record<string, unknown>>)[name];
+}
+
+function isBlankString(value: unknown): boolean {
+  return typeof value === 'string' && value.trim() === '';
+}
+
 function reader(source: EnvSource): (name: string) => string | undefined {
-  const get =
-    typeof (source as { get?: unknown }).get === 'function'
-      ? (name: string) => (source as { get(name: string): unknown }).get(name)
-      : (name: string) => (source as Readonly<Record<string, unknown>>)[name];
   return (name) => {
-    const value = get(name);
+    const value = rawValue(source, name);
     if (value === undefined || value === null) return undefined;
     const text = (typeof value === 'string' ? value : JSON.stringify(value)).trim();
     return text === '' ? undefined : text;

@@ -184,4 +184,24 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
       /^REDLIMIT_KEY_SECRET="\*\*\*" is invalid/,
     );
   });
+
+  // Every other variable treats empty as unset; a secret set to '' or spaces is a mistake (a
+  // template or a secret store that rendered nothing), and going on without it would silently
+  // downgrade the keys to plain SHA-256, as the module option keySecret already refuses.
+  it.each(['', '   ', '\t\n'])(
+    'REDLIMIT_KEY_SECRET=%j (set, but empty or blank) stops startup, naming the variable only',
+    (blank) => {
+      for (const source of [
+        { REDLIMIT_KEY_SECRET: blank },
+        { get: (name: string) => (name === 'REDLIMIT_KEY_SECRET' ? blank : undefined) },
+      ]) {
+        expect(() => redlimitOptionsFromEnv(source)).toThrow(
+          /^REDLIMIT_KEY_SECRET="\*\*\*" is invalid: it is set but empty or blank; unset it to go without a secret, or give at least 16 characters$/,
+        );
+      }
+      expect(redlimitOptionsFromEnv({ REDLIMIT_KEY_SECRET: undefined })).not.toHaveProperty(
+        'keySecret',
+      );
+    },
+  );
 });
