@@ -4,11 +4,10 @@ import { clientStatus } from '../stores/clients/client-port';
 import type { RedisStoreClient } from '../stores/clients/redis-client.shape';
 import { RedisStore, type RedisClient } from '../stores/redis.store';
 import type { Store } from '../stores/store.interface';
-import { maskUrl } from './mask-url.util';
+import { describeRedis } from './describe-redis.util';
 import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 import { closeRedisClient, createRedisClient } from './redis-client.factory';
-import { isSentinelConnection } from './redis-sentinel.util';
-import type { RedisConnectionOptions, RedlimitModuleOptions } from './redlimit-options.interface';
+import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /** The key prefix of a RedisStore without one (the module's documented default). */
 const DEFAULT_PREFIX = 'rl:';
@@ -197,51 +196,4 @@ function logConnectionErrors(client: RedisClient, logger: Logger): void {
       `Redis connection error (decisions follow each policy's fail mode): ${error.message}`,
     );
   });
-}
-
-/** Where the module's Redis is, for the startup log: a URL (password masked) or host:port. */
-function describeRedis(redis: RedisConnectionOptions, client: RedisStoreClient): string {
-  if (typeof redis === 'string') return maskUrl(redis);
-  if ('nodes' in redis) {
-    const nodes = redis.nodes.map((node) =>
-      typeof node === 'object' ? `${node.host ?? 'localhost'}:${node.port ?? 6379}` : String(node),
-    );
-    return `Cluster ${nodes.join(', ')}`;
-  }
-  if ('client' in redis) {
-    const passed = client as {
-      isCluster?: boolean;
-      masters?: unknown;
-      getMasterNode?: () => { host: string; port: number } | undefined;
-      options?: {
-        host?: string;
-        port?: number;
-        url?: string;
-        socket?: { host?: string; port?: number };
-        sentinels?: ReadonlyArray<{ host?: string; port?: number }> | null;
-        name?: string | null;
-      };
-    };
-    if (passed.isCluster === true || passed.masters !== undefined) {
-      return 'Cluster (the client passed in)';
-    }
-    if (typeof passed.getMasterNode === 'function') {
-      const master = passed.getMasterNode();
-      const at = master ? `${master.host}:${master.port}` : '(not found yet)';
-      return `the master ${at} of a node-redis Sentinel client (the client passed in)`;
-    }
-    const { host, port, url, socket, sentinels, name } = passed.options ?? {};
-    if (sentinels && sentinels.length > 0) {
-      const list = sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`);
-      return `the master '${name ?? ''}' of Sentinel ${list.join(', ')} (the client passed in)`;
-    }
-    if (url !== undefined) return `${maskUrl(url)} (the client passed in)`;
-    return `${host ?? socket?.host ?? 'localhost'}:${port ?? socket?.port ?? 6379} (the client passed in)`;
-  }
-  if (isSentinelConnection(redis)) {
-    const sentinels = redis.sentinels.map(({ host, port }) => `${host}:${port}`);
-    return `the master '${redis.name}' of Sentinel ${sentinels.join(', ')}`;
-  }
-  if (redis.url !== undefined) return maskUrl(redis.url);
-  return `${redis.host ?? 'localhost'}:${redis.port ?? 6379}`;
 }
