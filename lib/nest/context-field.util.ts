@@ -36,6 +36,18 @@ export interface ReadFieldOptions {
   readonly normalize?: boolean;
 }
 
+/** Options of {@link contextField}. */
+export interface ContextFieldOptions {
+  /**
+   * The value exactly as sent (`true`), for case-sensitive values such as tokens. Default
+   * `false`: normalised as `@Attempt` parts are ({@link normalizeIdentity}: NFKC, lower case,
+   * trimmed, invisible characters removed), so `'Ada@…'`, `' ada@…'` and `'ＡＤＡ@…'` give one key.
+   */
+  readonly raw?: boolean;
+}
+
+const CONTEXT_FIELD_OPTIONS: ReadonlySet<string> = new Set(['raw']);
+
 /**
  * A value the caller sent, by field reference: a bare name (`'email'`) or a source and path
  * (`'query.email'`, `'body.user.email'`, `'headers.x-user'`; `'args.input.email'` in GraphQL,
@@ -43,19 +55,44 @@ export interface ReadFieldOptions {
  * route params and query; in the GraphQL arguments and the fields of object arguments; in the
  * message data or payload. `undefined` when absent.
  *
+ * The value is normalised as `@Attempt` parts are ({@link normalizeIdentity}), so a key function
+ * built on it gives one budget per account however it is spelled; `{ raw: true }` returns it as
+ * sent (for case-sensitive values; the caller then controls every spelling of it).
+ *
  * Refuses what could charge someone else's budget, with an {@link IdentityInputError}: a value
  * that is not a string or a finite number (arrays, objects, booleans, `null`), and a bare name
- * present in several places with different values (after normalisation).
+ * present in several places with different values (after normalisation, or exactly with `raw`).
  *
  * @throws IdentityInputError as above (the guard and the interceptor answer 400 or the context's
  *   equivalent)
  * @throws Error when the source makes no sense in the context (`'body.email'` in a resolver)
+ * @throws TypeError when `options` holds an unknown option or `raw` is not a boolean
  * @example
- * contextField(context, 'email'); // 'alice@example.com'
+ * contextField(context, 'email'); // 'alice@example.com' (sent as ' Alice@Example.com')
  * contextField(context, 'headers.x-tenant'); // 'acme'
+ * contextField(context, 'body.token', { raw: true }); // 'Tok-123', as sent
  */
-export function contextField(context: ExecutionContext, name: string): string | undefined {
-  return readContextField(context, parseFieldRef(name, 'contextField()'));
+export function contextField(
+  context: ExecutionContext,
+  name: string,
+  options: ContextFieldOptions = {},
+): string | undefined {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('contextField() options must be an object { raw? }');
+  }
+  for (const option of Object.keys(options)) {
+    if (!CONTEXT_FIELD_OPTIONS.has(option)) {
+      throw new TypeError(`contextField() options.${option} is not an option (known: raw)`);
+    }
+  }
+  const { raw = false } = options;
+  if (typeof raw !== 'boolean') {
+    throw new TypeError(`contextField() options.raw must be true or false; got ${String(raw)}`);
+  }
+  const value = readContextField(context, parseFieldRef(name, 'contextField()'), {
+    normalize: !raw,
+  });
+  return value === undefined || raw ? value : normalizeIdentity(value);
 }
 
 /**

@@ -13,8 +13,9 @@ import {
   Post,
   Query,
   type Type,
+  UseGuards,
 } from '@nestjs/common';
-import { Attempt, RedlimitModule } from '../../../lib/nest';
+import { Attempt, contextField, RedlimitGuard, RedlimitModule, Throttle } from '../../../lib/nest';
 import { CountingStore } from '../support/counting-store';
 
 export { CountingStore };
@@ -119,6 +120,29 @@ export function attemptIdentityApp(store: CountingStore, checked: Checked): Type
       @Attempt({ value: bodyEmail, name: 'email' }, { policy: 'login' }) _attempt: Attempt,
     ): { ok: true } {
       checked.accounts.push('computed-spec');
+      return { ok: true };
+    }
+
+    /** A key function built on contextField: spellings of one account are one account. */
+    @Post('key-function')
+    @HttpCode(200)
+    @UseGuards(RedlimitGuard)
+    @Throttle('login', (context) => `account:${contextField(context, 'body.email') ?? '-'}`)
+    keyFunction(): { ok: true } {
+      checked.accounts.push('key-function');
+      return { ok: true };
+    }
+
+    /** contextField's raw value, for a case-sensitive token. */
+    @Post('key-function-raw')
+    @HttpCode(200)
+    @UseGuards(RedlimitGuard)
+    @Throttle(
+      'login',
+      (context) => `token:${contextField(context, 'body.token', { raw: true }) ?? '-'}`,
+    )
+    keyFunctionRaw(): { ok: true } {
+      checked.accounts.push('key-function-raw');
       return { ok: true };
     }
 

@@ -178,4 +178,22 @@ describe.each(PLATFORMS)('@Attempt identity on %s', (platform) => {
       expect((await post('/exact', { token: 'Tok\u200b' })).status).toBe(200);
     });
   });
+
+  // A key function built on contextField split budgets by spelling: 'Alice@…', ' alice@…' and
+  // full-width 'ＡＬＩＣＥ@…' were three accounts, where the @Attempt part is one.
+  it('contextField: a key function built on it gives one budget per account, however it is spelled; { raw: true } keeps the value as sent', async () => {
+    for (const email of ['Alice@Example.com', ' alice@example.com', 'ＡＬＩＣＥ@example.com']) {
+      expect((await post('/key-function', { email })).status).toBe(200);
+    }
+    for (const email of ['alice@example.com', 'ALICE@EXAMPLE.COM', 'ali\u200bce@example.com']) {
+      expect((await post('/key-function', { email })).status).toBe(429);
+    }
+    expect((await post('/key-function', { email: 'bob@example.com' })).status).toBe(200);
+    // A case-sensitive value, read raw: 'Tok' and 'tok' are two tokens.
+    for (let i = 0; i < 3; i++) {
+      expect((await post('/key-function-raw', { token: 'Tok' })).status).toBe(200);
+    }
+    expect((await post('/key-function-raw', { token: 'Tok' })).status).toBe(429);
+    expect((await post('/key-function-raw', { token: 'tok' })).status).toBe(200);
+  });
 });
