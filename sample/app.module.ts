@@ -13,13 +13,28 @@ import { LinksController } from './links.controller';
   imports: [
     // The limits live in sample/redlimit.env, where the `redlimit` command reads them too
     // (--dotenv); variables set in the environment win, e.g.
-    // REDLIMIT_POLICIES="sign-in=fixed-window:3/1m,links=…,api=…", REDIS_URL, REDLIMIT_KEY_SECRET.
+    // REDLIMIT_POLICIES="sign-in=fixed-window:3/1m,links=…,api=…", REDIS_URL, REDLIMIT_KEY_SECRET,
+    // REDLIMIT_SAMPLE_ADMIN_TOKEN (turns POST /auth/unlock on).
     ConfigModule.forRoot({ envFilePath: join(__dirname, 'redlimit.env') }),
     // Redis from REDIS_URL (else the in-memory store, with a warning).
     RedlimitModule.forRootAsync({
       imports: [ConfigModule],
       inject: [ConfigService],
-      useFactory: (config: ConfigService) => redlimitOptionsFromEnv(config, { headers: 'ietf' }),
+      useFactory: (config: ConfigService) => {
+        // The API keys the sample knows. A key it does not know is charged by client IP: an
+        // unvalidated key is a budget of the caller's choosing (a fresh key per request, a fresh
+        // budget each time).
+        const apiKeys = new Set(
+          (config.get<string>('REDLIMIT_SAMPLE_API_KEYS') ?? '')
+            .split(',')
+            .map((key) => key.trim())
+            .filter(Boolean),
+        );
+        return redlimitOptionsFromEnv(config, {
+          headers: 'ietf',
+          apiKey: { validate: (key) => apiKeys.has(key) },
+        });
+      },
     }),
   ],
   controllers: [AuthController, LinksController, CompletionsController, HealthController],

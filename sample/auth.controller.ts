@@ -3,10 +3,12 @@ import {
   Body,
   Controller,
   ForbiddenException,
+  Headers,
   HttpCode,
   Post,
-  Req,
 } from '@nestjs/common';
+import { ConfigService } from '@nestjs/config';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Attempt, canonicalIp, groupIp, LimiterRegistry, RedlimitHttp } from '../lib/nest';
 import { AuthService } from './auth.service';
 
@@ -15,13 +17,28 @@ interface SignInBody {
   password?: string;
 }
 
+/** The admin token's variable: unset, `POST /auth/unlock` is off. */
+const ADMIN_TOKEN = 'REDLIMIT_SAMPLE_ADMIN_TOKEN';
+
 @Controller('auth')
 export class AuthController {
+  /** SHA-256 of the admin token, or undefined when unlock is off. */
+  private readonly adminTokenHash?: Buffer;
+
   constructor(
     private readonly auth: AuthService,
     private readonly limits: LimiterRegistry,
     private readonly http: RedlimitHttp,
-  ) {}
+    config: ConfigService,
+  ) {
+    const token = config.get<string>(ADMIN_TOKEN);
+    if (token !== undefined && token !== '') {
+      if (token.length < 16) {
+        throw new Error(`${ADMIN_TOKEN} must be at least 16 characters (it has ${token.length})`);
+      }
+      this.adminTokenHash = sha256(token);
+    }
+  }
 
   /**
    * Five wrong passwords per 15 minutes per IP and per account (one decision charges both); a
@@ -39,19 +56,25 @@ export class AuthController {
   }
 
   /**
-   * Admin unlock, answered only to this machine (the connection's own address, whatever headers
-   * say): `{ "email": "ada@example.com", "ip": "127.0.0.1" }` gives the account, and the address,
-   * their full sign-in budget again. Works with the in-memory store too, where no command can reach.
+   * Admin unlock, for the holder of the admin token (`Authorization: Bearer <token>`, the token in
+   * REDLIMIT_SAMPLE_ADMIN_TOKEN, compared in constant time; off when it is unset):
+   * `{ "email": "ada@example.com", "ip": "127.0.0.1" }` gives the account, and the address, their
+   * full sign-in budget again. Works with the in-memory store too, where no command can reach.
+   * The source address proves nothing: behind a proxy on the same host, every request comes from
+   * 127.0.0.1.
    */
   @Post('unlock')
   @HttpCode(200)
   async unlock(
-    @Req() request: { socket?: { remoteAddress?: string } },
+    @Headers('authorization') authorization: string | undefined,
     @Body() body: { email?: unknown; ip?: unknown },
   ): Promise<{ unlocked: string[] }> {
-    const peer = canonicalIp(request.socket?.remoteAddress);
-    if (peer !== '127.0.0.1' && peer !== '0:0:0:0:0:0:0:1') {
-      throw new ForbiddenException('unlock is answered only on this machine');
+    if (this.adminTokenHash === undefined) {
+      throw new ForbiddenException(`unlock is off: set ${ADMIN_TOKEN} to turn it on`);
+    }
+    const presented = /^Bearer +(.+)$/i.exec(authorization ?? '')?.[1];
+    if (presented === undefined || !timingSafeEqual(sha256(presented), this.adminTokenHash)) {
+      throw new ForbiddenException('unlock needs the admin token: Authorization: Bearer <token>');
     }
     const keys: Array<[string, string]> = [];
     if (typeof body?.email === 'string')
@@ -62,4 +85,9 @@ export class AuthController {
     await this.limits.get('sign-in').reset(keys.map(([, key]) => key));
     return { unlocked: keys.map(([part]) => part) };
   }
+}
+
+/** Digests of equal length, so that comparing them takes the same time whatever was sent. */
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text).digest();
 }

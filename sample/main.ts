@@ -15,7 +15,8 @@ async function bootstrap(): Promise<void> {
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}`;
   new Logger('sample').log(
     `listening on ${url}: POST /auth/sign-in {"email","password"}, ` +
-      'POST /links {"url"}, GET /links, GET /health; POST /auth/unlock {"email","ip"} from this machine',
+      'POST /links {"url"}, GET /links, POST /completions, GET /health; ' +
+      'POST /auth/unlock {"email","ip"} with Authorization: Bearer $REDLIMIT_SAMPLE_ADMIN_TOKEN',
   );
 }
 

@@ -14,6 +14,7 @@ const ROOT = path.resolve(__dirname, '..', '..', '..');
 afterAll(removeBuiltCli);
 
 const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' };
+const ADMIN_TOKEN = 'sample admin token of at least 16 characters';
 
 describe.each(PLATFORMS)('the sample app on %s', (platform) => {
   let app: RunningApp;
@@ -86,6 +87,9 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
   });
 
   it("the README's unlock works on the running sample: its admin route, and the CLI reading sample/redlimit.env", async () => {
+    await app.close();
+    process.env.REDLIMIT_SAMPLE_ADMIN_TOKEN = ADMIN_TOKEN;
+    app = await startApp(AppModule, platform);
     const lock = async () => {
       for (let i = 0; i < 5; i++) expect((await signIn(ADA.email, 'guess')).status).toBe(401);
       expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
@@ -93,6 +97,7 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     await lock();
     const unlock = await app.request('/auth/unlock', {
       method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
       body: { email: ADA.email, ip: '127.0.0.1' },
     });
     expect(unlock.status).toBe(200);
@@ -143,32 +148,113 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
   it('completions: a token budget per API key reserves max_tokens and settles to the tokens used', async () => {
     const complete = (apiKey: string, body: Record<string, unknown>) =>
       app.request('/completions', { method: 'POST', headers: { 'x-api-key': apiKey }, body });
-    const first = await complete('key-1', { prompt: 'hello rate limited world', max_tokens: 4000 });
+    const first = await complete('sample-key-1', {
+      prompt: 'hello rate limited world',
+      max_tokens: 4000,
+    });
     expect(first.status).toBe(201);
     expect(await first.json()).toEqual({
       text: 'hello rate limited world',
       usage: { reserved: 4000, total_tokens: 9 },
     });
     // The reservation was settled to 9: 9,991 of 10,000 are left, so 9,991 can be reserved…
-    const all = await complete('key-1', { prompt: 'again', max_tokens: 9991 });
+    const all = await complete('sample-key-1', { prompt: 'again', max_tokens: 9991 });
     expect(all.status).toBe(201);
     expect(await all.json()).toMatchObject({ usage: { reserved: 9991, total_tokens: 3 } });
     // …and settled to 3: 9,988 left. A reservation of 9,989 does not fit.
-    const over = await complete('key-1', { prompt: 'one more', max_tokens: 9989 });
+    const over = await complete('sample-key-1', { prompt: 'one more', max_tokens: 9989 });
     expect(over.status).toBe(429);
     expect(await over.json()).toMatchObject({ policy: 'tokens' });
-    expect((await complete('key-1', { prompt: 'fits', max_tokens: 9988 })).status).toBe(201);
+    expect((await complete('sample-key-1', { prompt: 'fits', max_tokens: 9988 })).status).toBe(201);
     // Another API key has a budget of its own; a max_tokens that is not a whole number within
     // the budget is the request's fault (400), and charges nothing.
-    expect((await complete('key-2', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
+    expect((await complete('sample-key-2', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
     for (const bad of ['many', 0, 2.5, 10001]) {
-      const refused = await complete('key-3', { prompt: 'x', max_tokens: bad });
+      const refused = await complete('sample-key-3', { prompt: 'x', max_tokens: bad });
       expect(refused.status).toBe(400);
       expect(await refused.json()).toMatchObject({
         message: expect.stringMatching(/^cost must be/) as unknown,
       });
     }
-    expect((await complete('key-3', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
+    expect((await complete('sample-key-3', { prompt: 'x', max_tokens: 10000 })).status).toBe(201);
+  });
+  // Behind a proxy on the same host (nginx, a sidecar) every request comes from 127.0.0.1: an
+  // unlock answered "only on this machine" was answered to anyone, who could unlock any account
+  // (and the attacker's own address) after every 5 guesses, forever.
+  it('unlock needs the admin token (REDLIMIT_SAMPLE_ADMIN_TOKEN), whatever the source address; off when unset', async () => {
+    const unlock = (headers: Record<string, string>) =>
+      app.request('/auth/unlock', {
+        method: 'POST',
+        headers,
+        body: { email: ADA.email, ip: '127.0.0.1' },
+      });
+    const lock = async () => {
+      for (let i = 0; i < 5; i++) await signIn(ADA.email, 'guess');
+      expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
+    };
+    await lock();
+    // Unset: off, even from 127.0.0.1 (this request's own address), even with a token.
+    for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }]) {
+      const off = await unlock(headers);
+      expect(off.status).toBe(403);
+      expect(await off.json()).toMatchObject({
+        message: expect.stringMatching(/REDLIMIT_SAMPLE_ADMIN_TOKEN/) as unknown,
+      });
+    }
+    expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
+
+    await app.close();
+    process.env.REDLIMIT_SAMPLE_ADMIN_TOKEN = ADMIN_TOKEN;
+    app = await startApp(AppModule, platform);
+    await lock();
+    for (const headers of [
+      {},
+      { 'x-forwarded-for': '127.0.0.1' },
+      { authorization: 'Bearer ' },
+      { authorization: `Bearer ${ADMIN_TOKEN.slice(0, -1)}` },
+      { authorization: `Bearer ${ADMIN_TOKEN}x` },
+      { authorization: ADMIN_TOKEN },
+      { authorization: `Basic ${ADMIN_TOKEN}` },
+    ]) {
+      expect((await unlock(headers)).status).toBe(403);
+    }
+    expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
+    const ok = await unlock({ authorization: `Bearer ${ADMIN_TOKEN}` });
+    expect(ok.status).toBe(200);
+    expect((await signIn(ADA.email, ADA.password)).status).toBe(200);
+  });
+
+  it('a REDLIMIT_SAMPLE_ADMIN_TOKEN shorter than 16 characters stops startup, naming the variable and not the value', async () => {
+    await app.close();
+    process.env.REDLIMIT_SAMPLE_ADMIN_TOKEN = 'short-token';
+    await expect(startApp(AppModule, platform)).rejects.toThrow(
+      /^REDLIMIT_SAMPLE_ADMIN_TOKEN must be at least 16 characters \(it has 11\)$/,
+    );
+    delete process.env.REDLIMIT_SAMPLE_ADMIN_TOKEN;
+    app = await startApp(AppModule, platform);
+  });
+
+  // An unvalidated API key is a budget of the caller's choosing: a fresh invented key per
+  // request was a fresh 10,000-token budget. Keys the sample does not know are charged by IP.
+  it("completions: invented API keys share the client IP's budget (a fresh key per request mints nothing)", async () => {
+    const complete = (apiKey: string, maxTokens: number) =>
+      app.request('/completions', {
+        method: 'POST',
+        headers: { 'x-api-key': apiKey },
+        body: { prompt: 'x', max_tokens: maxTokens },
+      });
+    const codes = [];
+    for (let i = 0; i < 5; i++) {
+      codes.push((await complete(`k${Math.random().toString(36).slice(2)}`, 4000)).status);
+    }
+    // Five invented keys settled 3 tokens each, all from the client IP's 10,000: a sixth
+    // invented key cannot reserve 9,990 (a fresh budget would have held it).
+    const reserved = await complete(`k${Math.random()}`, 9990);
+    expect(codes).toEqual([201, 201, 201, 201, 201]);
+    expect(reserved.status).toBe(429);
+    expect(await reserved.json()).toMatchObject({ policy: 'tokens' });
+    // A key the sample knows has its own budget, untouched by the invented ones.
+    expect((await complete('sample-key-1', 10_000)).status).toBe(201);
   });
 });
 
