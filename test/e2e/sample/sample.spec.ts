@@ -194,7 +194,11 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     };
     await lock();
     // Unset: off, even from 127.0.0.1 (this request's own address), even with a token.
-    for (const headers of [{}, { authorization: `Bearer ${ADMIN_TOKEN}` }]) {
+    const attempts: Array<Record<string, string>> = [
+      {},
+      { authorization: `Bearer ${ADMIN_TOKEN}` },
+    ];
+    for (const headers of attempts) {
       const off = await unlock(headers);
       expect(off.status).toBe(403);
       expect(await off.json()).toMatchObject({
@@ -207,7 +211,7 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     process.env.REDLIMIT_SAMPLE_ADMIN_TOKEN = ADMIN_TOKEN;
     app = await startApp(AppModule, platform);
     await lock();
-    for (const headers of [
+    const forged: Array<Record<string, string>> = [
       {},
       { 'x-forwarded-for': '127.0.0.1' },
       { authorization: 'Bearer ' },
@@ -215,7 +219,8 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
       { authorization: `Bearer ${ADMIN_TOKEN}x` },
       { authorization: ADMIN_TOKEN },
       { authorization: `Basic ${ADMIN_TOKEN}` },
-    ]) {
+    ];
+    for (const headers of forged) {
       expect((await unlock(headers)).status).toBe(403);
     }
     expect((await signIn(ADA.email, ADA.password)).status).toBe(429);
