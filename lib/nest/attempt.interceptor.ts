@@ -23,6 +23,7 @@ import {
   redlimitContextType,
 } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
+import { type ClosableResponse as NodeResponse, nodeResponse } from './lease-release.util';
 import { requestCost } from './request-cost.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
@@ -108,21 +109,36 @@ export class AttemptInterceptor implements NestInterceptor {
       attempt = await limiter.begin(keys, { cost });
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
-        if (response && disclosed(metadata)) {
+        if (response && disclosed(metadata, keys)) {
           this.applyHeaders(context, response, error.decision, limiter.policy);
         }
         this.throwRefusal(context, error.decision);
       }
       throw error;
     }
-    if (response && disclosed(metadata)) {
+    if (response && disclosed(metadata, keys)) {
       this.applyHeaders(context, response, attempt.decision, limiter.policy);
     }
     if (request) request[REQUEST_ATTEMPT] = attempt;
     const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
+    // A handler that answers through @Res() itself may send its status (and keep streaming) after
+    // it returned: its outcome, and its lease, wait for the response to end.
+    const answering = type === 'http' ? answeringResponse(context, response) : undefined;
     return settleAfter(
       handled,
-      (outcome) => this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
+      (outcome) =>
+        answering && outcome.ok
+          ? responseEnd(answering).then((finished) =>
+              this.settle(
+                context,
+                metadata,
+                attempt,
+                finished
+                  ? withStatus(outcome, type, response)
+                  : { ok: false, error: new AttemptCancelledError('request cancelled') },
+              ),
+            )
+          : this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
       // Torn down before it settled (the client left): a lease is held to its window, since the
       // work behind the Observable (`from(promise)`) may go on unseen.
       attempt.leased,
@@ -347,8 +363,55 @@ const REQUESTER_PARTS: ReadonlySet<unknown> = new Set(['ip', 'user', 'apiKey']);
 
 /**
  * Whether the rate-limit headers describe the attempt's budget: with `headers: 'all'`, or when
- * every part is the requester's own (else whoever names an account would read its failures).
+ * every part is the requester's own (else whoever names an account would read its failures) and
+ * present (a missing user is `user:-`, one budget every signed-out caller shares).
  */
-function disclosed(metadata: AttemptMetadata): boolean {
-  return metadata.headers === 'all' || metadata.parts.every((part) => REQUESTER_PARTS.has(part));
+function disclosed(metadata: AttemptMetadata, keys: readonly string[]): boolean {
+  return (
+    metadata.headers === 'all' ||
+    metadata.parts.every((part, i) => REQUESTER_PARTS.has(part) && !keys[i]!.endsWith(':-'))
+  );
+}
+
+/**
+ * Nest's metadata keys of route parameters and of `@Res({ passthrough: true })` (on the class, by
+ * handler name), and the parameter types that take the response.
+ */
+const ROUTE_ARGS_METADATA = '__routeArguments__';
+const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
+const RESPONSE_PARAM_TYPES: ReadonlySet<string> = new Set(['1', '2']); // RouteParamtypes RESPONSE, NEXT
+
+/** Handlers that answer through `@Res()` / `@Next()` themselves (no passthrough), by class. */
+const answersItself = new WeakMap<object, Map<string, boolean>>();
+
+/**
+ * The Node response of a handler that answers through `@Res()` or `@Next()` without passthrough
+ * (Nest's library-specific mode: Nest sends nothing itself), or undefined. Read once per handler.
+ */
+function answeringResponse(
+  context: ExecutionContext,
+  response: HttpResponseLike | undefined,
+): NodeResponse | undefined {
+  const controller = context.getClass();
+  const handler = context.getHandler().name;
+  let byHandler = answersItself.get(controller);
+  if (byHandler === undefined) answersItself.set(controller, (byHandler = new Map()));
+  let answers = byHandler.get(handler);
+  if (answers === undefined) {
+    const params = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler) ?? {}) as object;
+    answers =
+      Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler) !== true &&
+      Object.keys(params).some((key) => RESPONSE_PARAM_TYPES.has(key.split(':')[0]!));
+    byHandler.set(handler, answers);
+  }
+  return answers ? nodeResponse(response) : undefined;
+}
+
+/** A Node response's end: true once sent in full, false when the connection closed before. */
+function responseEnd(response: NodeResponse): Promise<boolean> {
+  if (response.writableFinished) return Promise.resolve(true);
+  if (response.destroyed) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    response.once('close', () => resolve(response.writableFinished === true));
+  });
 }

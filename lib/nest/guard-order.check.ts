@@ -17,6 +17,8 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
 const GUARDS_METADATA = '__guards__';
 const PATH_METADATA = 'path';
 const METHOD_METADATA = 'method';
+// @MessagePattern / @EventPattern handlers (`@nestjs/microservices`).
+const PATTERN_METADATA = 'microservices:pattern';
 
 /** A guard as bound: a class (`@UseGuards(AuthGuard)`) or an instance. */
 type BoundGuard = Type<CanActivate> | CanActivate;
@@ -102,7 +104,7 @@ function guardsOf(target: object): BoundGuard[] {
   return (Reflect.getMetadata(GUARDS_METADATA, target) as BoundGuard[] | undefined) ?? [];
 }
 
-/** The route handlers of a controller (own and inherited methods with a route). */
+/** The handlers of a controller (own and inherited methods with a route or a message pattern). */
 function handlersOf(controller: Type): Array<[string, object]> {
   const handlers: Array<[string, object]> = [];
   const seen = new Set<string>();
@@ -115,7 +117,11 @@ function handlersOf(controller: Type): Array<[string, object]> {
       if (name === 'constructor' || seen.has(name)) continue;
       seen.add(name);
       const method = Object.getOwnPropertyDescriptor(proto, name)?.value as unknown;
-      if (typeof method === 'function' && Reflect.hasMetadata(PATH_METADATA, method)) {
+      if (
+        typeof method === 'function' &&
+        (Reflect.hasMetadata(PATH_METADATA, method) ||
+          Reflect.hasMetadata(PATTERN_METADATA, method))
+      ) {
         handlers.push([name, method]);
       }
     }
@@ -123,8 +129,12 @@ function handlersOf(controller: Type): Array<[string, object]> {
   return handlers;
 }
 
-/** 'POST /auth/login', from the controller's and the handler's paths. */
+/** 'POST /auth/login', from the controller's and the handler's paths; or a message pattern. */
 function routeOf(controller: Type, handler: object): string {
+  const pattern = Reflect.getMetadata(PATTERN_METADATA, handler) as unknown;
+  if (pattern !== undefined && !Reflect.hasMetadata(PATH_METADATA, handler)) {
+    return `pattern ${JSON.stringify(Array.isArray(pattern) && pattern.length === 1 ? pattern[0] : pattern)}`;
+  }
   const method = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
   const parts = [controller, handler].flatMap((target) => {
     const path = Reflect.getMetadata(PATH_METADATA, target) as string | string[] | undefined;

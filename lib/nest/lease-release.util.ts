@@ -4,7 +4,8 @@ import type { Limiter } from '../core/limiter';
 import { redlimitContextType } from './execution-context.util';
 
 /** The Node response under an adapter's: Express's is one; Fastify's reply carries it as `raw`. */
-interface ClosableResponse {
+/** What the lease hold (and `@Attempt` settling) reads of a Node response. */
+export interface ClosableResponse {
   once(event: 'close', listener: () => void): unknown;
   readonly writableFinished?: boolean;
   readonly destroyed?: boolean;
@@ -159,7 +160,8 @@ export function leaseReleaseWarning(decision: Decision, error: unknown): string 
   return `Could not release a lease of policy '${decision.policy}'; it expires after its window (${reason})`;
 }
 
-function nodeResponse(response: unknown): ClosableResponse | undefined {
+/** The Node response under a Nest response (Express's is one; Fastify's reply holds it as `raw`). */
+export function nodeResponse(response: unknown): ClosableResponse | undefined {
   const candidates = [response, (response as { raw?: unknown } | undefined)?.raw];
   for (const candidate of candidates) {
     if (typeof (candidate as { once?: unknown } | undefined)?.once === 'function') {

@@ -5,14 +5,27 @@
  * `redis://u:1234/abc@host` parses as host `u`, port 1234 and path `/abc@host`). When the last
  * `@` of the text is not where `URL` ends the user info, everything before that `@` is treated
  * as user info: the user name is kept when it can be told apart, the rest becomes `***`.
- * Text without `@` has no credentials and comes back unchanged.
+ * Query parameters that carry a secret (`?password=`, which ioredis honours; any name with
+ * `pass`, `pwd`, `secret`, `token`, `auth` or `key`) have their values masked too.
  *
  * @example
  * maskUrl('redis://:secret@cache:6379/0'); // 'redis://:***@cache:6379/0'
  * maskUrl('redis://:p@ss@host'); // 'redis://:***@host'
  * maskUrl('redis://u:pa/ss@host'); // 'redis://u:***@host'
+ * maskUrl('redis://cache:6379/?password=secret'); // 'redis://cache:6379/?password=***'
  */
 export function maskUrl(url: string): string {
+  return maskQuerySecrets(maskUserInfo(url));
+}
+
+/** Query parameters whose name says they hold a secret. */
+const SECRET_QUERY = /([?&][^=&#]*(?:pass|pwd|secret|token|auth|key)[^=&#]*=)[^&#]*/gi;
+
+function maskQuerySecrets(url: string): string {
+  return url.replace(SECRET_QUERY, '$1***');
+}
+
+function maskUserInfo(url: string): string {
   const at = url.lastIndexOf('@');
   if (at < 0) return url;
   let parsed: URL | undefined;

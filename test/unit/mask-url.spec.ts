@@ -28,3 +28,14 @@ describe('maskUrl: no password survives, whatever the URL looks like', () => {
     expect(maskUrl(url)).not.toMatch(/secret|s3cr3t|p@ss|pa\/ss|1234|abc|p%40ss|a\?b/);
   });
 });
+
+describe('maskUrl: secrets in the query string', () => {
+  it.each([
+    ['redis://cache:6379/?password=s3cret', 'redis://cache:6379/?password=***'],
+    ['redis://cache:6379/0?db=1&password=s3cret&x=1', 'redis://cache:6379/0?db=1&password=***&x=1'],
+    ['rediss://:pw@cache/?tls=1&authToken=abc', 'rediss://:***@cache/?tls=1&authToken=***'],
+    ['redis://cache:6379/?db=2', 'redis://cache:6379/?db=2'],
+  ])('%s → %s', (url, masked) => {
+    expect(maskUrl(url)).toBe(masked);
+  });
+});
