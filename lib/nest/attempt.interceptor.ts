@@ -395,7 +395,8 @@ function answeringResponse(
   const controller = context.getClass();
   const handler = context.getHandler().name;
   let byHandler = answersItself.get(controller);
-  if (byHandler === undefined) answersItself.set(controller, (byHandler = new Map()));
+  if (byHandler === undefined)
+    answersItself.set(controller, (byHandler = new Map<string, boolean>()));
   let answers = byHandler.get(handler);
   if (answers === undefined) {
     const params = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler) ?? {}) as object;
