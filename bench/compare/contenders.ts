@@ -148,8 +148,14 @@ export function contendersFor(
 
   // Callers locked out for an hour (policy option block), on a store with the refusal cache: every
   // decision is a refusal answered in process. prepare() locks each caller out (two calls each).
+  // maxAgeMs as long as the lockout: the in-process path alone (by default a refused caller asks
+  // Redis again once a second, which this row would count as a miss).
   const locking = new Limiter(
-    new RedisStore({ client: plain, prefix: `${prefix}rl:`, refusalCache: true }),
+    new RedisStore({
+      client: plain,
+      prefix: `${prefix}rl:`,
+      refusalCache: { maxAgeMs: 3_600_000 },
+    }),
     {
       name: `${pass.policy('fixed-window')}-locked`,
       algorithm: 'fixed-window',
