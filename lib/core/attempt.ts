@@ -1,5 +1,26 @@
-import type { Decision } from './decision';
+import type { Decision, StackedDecision } from './decision';
 import { checkActualCost } from './keys.util';
+
+/**
+ * How a stacked attempt ({@link Limiter.beginAll}) settles: over every part of its stack. The
+ * attempt's other callbacks then act on the whole stack (a refund gives every part back, an
+ * adjustment settles every rate part and releases every lease, a renewal renews every lease).
+ *
+ * @example
+ * new Attempt(stacked.decisions[0]!, () => Limiter.refundAll(stacked), undefined, undefined, {
+ *   stacked,
+ *   release: () => Limiter.releaseAll(stacked),
+ * });
+ */
+export interface AttemptStack {
+  /** The whole stacked decision the attempt spent (allowed). */
+  readonly stacked: StackedDecision;
+  /**
+   * Releases the `concurrency` leases of the stack, leaving its rate parts charged (see
+   * `Limiter.releaseAll`): what settling without a refund or an adjustment does.
+   */
+  readonly release: (stacked: StackedDecision) => Promise<unknown>;
+}
 
 /**
  * One spend whose cost can still be handed back: "only failures cost". Call {@link refund} when
@@ -27,15 +48,30 @@ export class Attempt {
     private readonly settleTo?: (decision: Decision, actualCost: number) => Promise<unknown>,
     /** Renews a concurrency lease (see `Limiter.extend`); absent: nothing to renew. */
     private readonly renew?: (decision: Decision) => Promise<boolean>,
+    /** Set for a stacked attempt (see {@link AttemptStack}); absent for one policy. */
+    private readonly stack?: AttemptStack,
   ) {}
 
-  /** Whether this attempt holds a `concurrency` lease: it is always released when it settles. */
-  get leased(): boolean {
-    return this.decision.receipt.spent && this.decision.receipt.algorithm === 'concurrency';
+  /**
+   * The whole stacked decision, for an attempt begun with `Limiter.beginAll` (`decision` is then
+   * its first part's); undefined for an attempt of one policy.
+   */
+  get stacked(): StackedDecision | undefined {
+    return this.stack?.stacked;
   }
 
   /**
-   * Renews this attempt's `concurrency` lease for another `window` from now, for long work.
+   * Whether this attempt holds a `concurrency` lease (for a stack: whether any part does): it is
+   * always released when it settles.
+   */
+  get leased(): boolean {
+    const decisions = this.stack ? this.stack.stacked.decisions : [this.decision];
+    return decisions.some((d) => d.receipt.spent && d.receipt.algorithm === 'concurrency');
+  }
+
+  /**
+   * Renews this attempt's `concurrency` lease for another `window` from now, for long work (for a
+   * stack: every part's lease).
    *
    * @returns true when the whole lease was still held; false when it had expired (or nothing was
    *   leased)
@@ -57,14 +93,19 @@ export class Attempt {
    * Sets what the spend actually cost, once known (tokens used, rows exported): applied when the
    * attempt settles, as `Limiter.adjust` does (less gives the difference back, more charges the
    * extra without a limit check). A later call replaces an earlier one; {@link refund} wins over it.
+   * A stacked attempt settles every rate part to `actualCost` (see `Limiter.adjustAll`) and
+   * releases its leases.
    *
-   * @throws RangeError when `actualCost` is not a whole number ≥ 0; Error after the attempt settled
+   * @throws RangeError when `actualCost` is not a whole number ≥ 0 (or too large for a window of
+   *   any part); Error after the attempt settled
    */
   adjust(actualCost: number): void {
     if (this.settlement) {
       throw new Error('Attempt.adjust() called after the attempt was settled; the cost was kept');
     }
-    checkActualCost(actualCost, this.decision.receipt.limits, 'Attempt.adjust(): actualCost');
+    for (const decision of this.stack ? this.stack.stacked.decisions : [this.decision]) {
+      checkActualCost(actualCost, decision.receipt.limits, 'Attempt.adjust(): actualCost');
+    }
     this.actualCost = actualCost;
   }
 
@@ -86,15 +127,27 @@ export class Attempt {
   /**
    * Applies the outcome: refunds the spend if {@link refund} was called (a `concurrency` lease is
    * always released), else settles it to the cost given to {@link adjust}, else keeps the cost.
-   * Idempotent: later calls return the first settlement.
+   * A stacked attempt refunds every part, or settles every rate part to the adjusted cost, or
+   * keeps its rate parts; its leases are released in every case. Idempotent: later calls return
+   * the first settlement.
    */
   settle(): Promise<void> {
-    this.settlement ??=
-      this.refundRequested || this.leased
-        ? this.giveBack(this.decision).then(() => undefined)
-        : this.actualCost !== undefined && this.settleTo
-          ? this.settleTo(this.decision, this.actualCost).then(() => undefined)
-          : Promise.resolve();
+    this.settlement ??= this.outcome().then(() => undefined);
     return this.settlement;
+  }
+
+  private outcome(): Promise<unknown> {
+    const { stack } = this;
+    if (this.refundRequested) return this.giveBack(this.decision);
+    if (stack) {
+      if (this.actualCost !== undefined && this.settleTo) {
+        return this.settleTo(this.decision, this.actualCost);
+      }
+      return this.leased ? stack.release(stack.stacked) : Promise.resolve();
+    }
+    if (this.leased) return this.giveBack(this.decision);
+    return this.actualCost !== undefined && this.settleTo
+      ? this.settleTo(this.decision, this.actualCost)
+      : Promise.resolve();
   }
 }

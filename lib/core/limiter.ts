@@ -796,6 +796,77 @@ export class Limiter {
   }
 
   /**
+   * Several policies as one decision ({@link Limiter.consumeAll}), handed to the caller as one
+   * {@link Attempt} to settle explicitly: the stacked counterpart of {@link begin}. Its `decision`
+   * is the first part's, and `attempt.stacked` the whole decision. Settling applies to every part:
+   * `attempt.refund()` gives every part back once ({@link Limiter.refundAll}); `attempt.adjust(n)`
+   * settles every rate part to `n` ({@link Limiter.adjustAll}); otherwise the rate parts keep
+   * their cost. `concurrency` parts are always released when it settles (only they, without a
+   * refund: {@link Limiter.releaseAll}), and `attempt.extend()` renews them.
+   *
+   * @throws TypeError / RangeError naming the bad part (as consumeAll), before the store is touched
+   * @throws RateLimitedError carrying the refusing part's decision (nothing is spent)
+   * @throws StoreUnavailableError when the store failed and the refusing part fails closed
+   * @example
+   * const attempt = await Limiter.beginAll([
+   *   { limiter: perIp, keys: `ip:${ip}` },
+   *   { limiter: perDevice, keys: `device:${deviceHash}` },
+   * ]);
+   * try {
+   *   if (await passwordMatches()) attempt.refund();
+   * } finally {
+   *   await attempt.settle();
+   * }
+   */
+  static async beginAll(parts: readonly StackPart[]): Promise<Attempt> {
+    checkArgumentCount(
+      arguments.length,
+      1,
+      'beginAll() takes one argument (the parts: an array of { limiter, keys, cost? }); it has no options',
+    );
+    const stacked = await Limiter.decideAll(parts, true, 'beginAll');
+    if (!stacked.allowed) throw refusedError(stacked.refusedBy ?? stacked.decisions[0]!);
+    return new Attempt(
+      stacked.decisions[0]!,
+      () => Limiter.refundAll(stacked),
+      (_first, actualCost) => Limiter.settleStackTo(stacked, actualCost),
+      () => Limiter.extendStack(stacked),
+      { stacked, release: () => Limiter.releaseAll(stacked) },
+    );
+  }
+
+  /**
+   * Settles a stacked spend to `actualCost` on every rate part (as {@link Limiter.adjustAll}) and
+   * releases its `concurrency` parts (a lease has no cost to settle).
+   */
+  private static settleStackTo(stacked: StackedDecision, actualCost: number): Promise<boolean> {
+    return Limiter.settleParts(stacked, 'adjustAll', (owner, decision) =>
+      decision.receipt.algorithm === 'concurrency'
+        ? owner.release(decision)
+        : owner.adjust(decision, actualCost),
+    );
+  }
+
+  /**
+   * Renews every `concurrency` lease of a stacked spend.
+   *
+   * @returns true when it has leases and every one was still held and is renewed
+   */
+  private static async extendStack(stacked: StackedDecision): Promise<boolean> {
+    const leases = stacked.decisions.filter(
+      (d) => d.receipt.spent && d.receipt.algorithm === 'concurrency',
+    );
+    if (leases.length === 0) return false;
+    // Each lease is renewed on its own; one that fails is thrown after the others were tried.
+    const renewed = await Promise.allSettled(
+      leases.map((decision) => stackOwners.get(decision)!.extend(decision)),
+    );
+    const failed = renewed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw asError(failed.reason);
+    return renewed.every((r) => r.status === 'fulfilled' && r.value);
+  }
+
+  /**
    * Spends, runs `fn`, then settles: the spend is refunded if `fn` called `attempt.refund()`
    * (even if `fn` then threw), and kept otherwise.
    *

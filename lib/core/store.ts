@@ -171,6 +171,28 @@ export interface Store {
   /** Deletes the policy's state for the keys. */
   reset(request: ResetRequest): Promise<void>;
   /**
+   * The device epoch (per-login revocation counter of trusted devices) stored under `key`, or 0
+   * when there is none. A present epoch is kept at least `keepMs` from now (its expiry is extended,
+   * never shortened), so it outlives every device token issued while it is in use. One round trip
+   * on Redis; stored apart from every limiter state (`<prefix>epoch:{<key>}`). Rejects when the
+   * store fails: the caller then treats the device as not trusted. Optional: stores without it
+   * cannot trust devices.
+   *
+   * @param key the login's key, as a limiter key (a non-empty, well-formed string)
+   * @param keepMs a whole number of ms from 1 to 366 days (the device tokens' lifetime)
+   * @throws TypeError / RangeError naming the bad argument, before the store is touched
+   */
+  readEpoch?(key: string, keepMs: number): Promise<number>;
+  /**
+   * Moves the device epoch stored under `key` on by one, atomically (creating it at 1), keeps it
+   * at least `keepMs` from now (never shortened) and resolves with the new epoch: every device
+   * token issued under an earlier epoch is no longer trusted. Concurrent bumps each get their own
+   * epoch. Optional, with {@link readEpoch}.
+   *
+   * @throws TypeError / RangeError naming the bad argument, before the store is touched
+   */
+  bumpEpoch?(key: string, keepMs: number): Promise<number>;
+  /**
    * A store in this process that limits while this one fails, for policies with
    * `failMode: 'memory'` (RedisStore and MemoryStore give a new MemoryStore). Optional: a limiter
    * with that fail mode refuses a store without it when it is built.

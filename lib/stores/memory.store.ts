@@ -11,7 +11,8 @@ import { slidingLogMemory } from './memory/sliding-log.memory';
 import { slidingWindowMemory } from './memory/sliding-window.memory';
 import { lastSpendSequence, newSpendTag, nextSpendId, spendSequence } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { blockKey, ledgerKey, storageKey } from './storage-key.util';
+import { blockKey, epochKey, ledgerKey, storageKey } from './storage-key.util';
+import { checkEpochArguments } from './epoch-args.util';
 import type {
   AdjustRequest,
   RefundRequest,
@@ -114,6 +115,12 @@ const LEDGER_CAP = 124;
  */
 export class MemoryStore implements Store {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Device epochs (see {@link readEpoch}), apart from the limiter state: a flood of new caller keys
+   * cannot push a revoked login's epoch out (which would trust its old tokens again). Bounded by
+   * `maxKeys` of their own, oldest used first.
+   */
+  private readonly epochs = new Map<string, { readonly epoch: number; expiresAt: number }>();
   private readonly clock: () => number;
   /**
    * How long past its expiry an entry is kept: 0 on the monotonic clock; a day on a custom clock,
@@ -606,6 +613,69 @@ export class MemoryStore implements Store {
   }
 
   /**
+   * The device epoch stored under `key` (0 when absent or expired), kept at least `keepMs` from
+   * now on this store's clock (see {@link Store.readEpoch}).
+   */
+  readEpoch(key: string, keepMs: number): Promise<number> {
+    try {
+      checkEpochArguments(key, keepMs, 'readEpoch');
+      const name = epochKey('', key);
+      const now = this.now();
+      const stored = this.liveEpoch(name, now);
+      if (stored === undefined) return Promise.resolve(0);
+      this.keepEpoch(name, stored.epoch, Math.max(stored.expiresAt, now + keepMs), now);
+      return Promise.resolve(stored.epoch);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /**
+   * Moves the device epoch stored under `key` on by one (creating it at 1), keeps it at least
+   * `keepMs` from now on this store's clock, and resolves with the new epoch (see
+   * {@link Store.bumpEpoch}).
+   */
+  bumpEpoch(key: string, keepMs: number): Promise<number> {
+    try {
+      checkEpochArguments(key, keepMs, 'bumpEpoch');
+      const name = epochKey('', key);
+      const now = this.now();
+      const stored = this.liveEpoch(name, now);
+      const epoch = (stored?.epoch ?? 0) + 1;
+      this.keepEpoch(name, epoch, Math.max(stored?.expiresAt ?? 0, now + keepMs), now);
+      return Promise.resolve(epoch);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** An epoch that has not expired (as in Redis: alive at its expiry instant, gone after it). */
+  private liveEpoch(name: string, now: number): { epoch: number; expiresAt: number } | undefined {
+    const stored = this.epochs.get(name);
+    if (stored === undefined) return undefined;
+    if (stored.expiresAt < now) {
+      this.epochs.delete(name);
+      return undefined;
+    }
+    return stored;
+  }
+
+  /** Stores an epoch as the one used last, forgetting the oldest 1 % past `maxKeys`. */
+  private keepEpoch(name: string, epoch: number, expiresAt: number, now: number): void {
+    this.epochs.delete(name);
+    this.epochs.set(name, { epoch, expiresAt });
+    if (this.epochs.size <= this.maxKeys) return;
+    for (const [old, stored] of this.epochs) {
+      if (stored.expiresAt < now) this.epochs.delete(old);
+    }
+    let forget = this.epochs.size > this.maxKeys ? Math.ceil(this.maxKeys / 100) : 0;
+    for (const old of this.epochs.keys()) {
+      if (forget-- <= 0) break;
+      this.epochs.delete(old);
+    }
+  }
+
+  /**
    * Stores an entry as the one used last (Map order is order of use), forgetting the oldest 1 %
    * when that takes the store past `maxKeys` (in one pass: deleting from the front one at a time
    * would walk over the holes it leaves every time).
@@ -636,6 +706,9 @@ export class MemoryStore implements Store {
     this.nextSweepAt = now + this.sweepIntervalMs;
     for (const [name, entry] of this.entries) {
       if (entry.expiresAt + this.graceMs < now) this.entries.delete(name);
+    }
+    for (const [name, stored] of this.epochs) {
+      if (stored.expiresAt < now) this.epochs.delete(name);
     }
   }
 }

@@ -28,7 +28,9 @@ import {
   stackGroups,
 } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
-import { storageKeysWithLedgers } from './storage-key.util';
+import { epochKey, storageKeysWithLedgers } from './storage-key.util';
+import { clusterSlot } from './cluster-slot.util';
+import { checkEpochArguments } from './epoch-args.util';
 import type {
   AdjustRequest,
   RefundRequest,
@@ -281,6 +283,42 @@ export class RedisStore implements Store {
       );
       return replies.reduce((sum, reply) => sum + reply, 0);
     });
+  }
+
+  /**
+   * The device epoch stored under `key` (0 when absent), kept at least `keepMs` from now: one
+   * script run on `<prefix>epoch:{<key>}` (see {@link Store.readEpoch}).
+   */
+  readEpoch(key: string, keepMs: number): Promise<number> {
+    return this.epoch('epoch/read', key, keepMs);
+  }
+
+  /**
+   * Moves the device epoch stored under `key` on by one (creating it at 1), keeps it at least
+   * `keepMs` from now, and resolves with the new epoch: one script run (see {@link Store.bumpEpoch}).
+   */
+  bumpEpoch(key: string, keepMs: number): Promise<number> {
+    return this.epoch('epoch/bump', key, keepMs);
+  }
+
+  private async epoch(
+    script: 'epoch/read' | 'epoch/bump',
+    key: string,
+    keepMs: number,
+  ): Promise<number> {
+    checkEpochArguments(key, keepMs, script === 'epoch/read' ? 'readEpoch' : 'bumpEpoch');
+    const stored = epochKey(this.prefix, key);
+    // In issue order with the other operations of this store (and of its slot on Cluster).
+    const slot = this.cluster ? clusterSlot(stored) : -1;
+    const reply = await this.gate.inOrder(undefined, () =>
+      this.whenSlotsFree([[slot, undefined]], () =>
+        this.run(script, [stored], [this.now(), this.expiryOffsetMs, keepMs]),
+      ),
+    );
+    if (typeof reply !== 'number' || !Number.isSafeInteger(reply) || reply < 0) {
+      throw new TypeError(`redlimit: ${script} answered ${String(reply)}, not an epoch`);
+    }
+    return reply;
   }
 
   /** Where a limiter with `failMode: 'memory'` counts while Redis fails: a new MemoryStore. */

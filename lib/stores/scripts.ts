@@ -9,13 +9,15 @@ const LUA_ROOT = join(__dirname, '..', '..', 'lua');
 /** `--#include lib/x.lua` on a line of its own splices in that file (paths from `lua/`). */
 const INCLUDE = /^--#include (\S+)$/gm;
 
-/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision) or `batch/consume`. */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`. */
 export type ScriptId =
   | `${Algorithm}/${'consume' | 'refund'}`
   | 'concurrency/extend'
   | 'reset/reset'
   | 'stack/consume'
-  | 'batch/consume';
+  | 'batch/consume'
+  | 'epoch/read'
+  | 'epoch/bump';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
@@ -24,6 +26,8 @@ export const SCRIPT_IDS: readonly ScriptId[] = [
   'reset/reset',
   'stack/consume',
   'batch/consume',
+  'epoch/read',
+  'epoch/bump',
 ];
 
 /**

@@ -53,6 +53,18 @@ export function blockKey(prefix: string, key: string, policy: string): string {
   return `${prefix}{${hashTag(key)}}:${policy}:b`;
 }
 
+/**
+ * The device epoch (revocation counter) of one login key (see `Store.readEpoch`). After the prefix
+ * it starts with `epoch:`, where every limiter state key starts with `{`, so the two never meet;
+ * the login key is its hash tag (bounded and whole, as in {@link storageKey}).
+ *
+ * @example
+ * epochKey('rl:', 'email:5f4dcc3b'); // 'rl:epoch:{email:5f4dcc3b}'
+ */
+export function epochKey(prefix: string, key: string): string {
+  return `${prefix}epoch:{${hashTag(key)}}`;
+}
+
 function hashTag(key: string): string {
   return key.length > MAX_PLAIN_KEY_LENGTH || HASHED.test(key)
     ? `#${createHash('sha256').update(key).digest('base64url')}`
