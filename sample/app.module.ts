@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_GUARD } from '@nestjs/core';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { RedlimitGuard, RedlimitModule, redlimitOptionsFromEnv } from '../lib/nest';
 import { AuthController } from './auth.controller';
@@ -14,7 +15,7 @@ import { LinksController } from './links.controller';
     // The limits live in sample/redlimit.env, where the `redlimit` command reads them too
     // (--dotenv); variables set in the environment win, e.g.
     // REDLIMIT_POLICIES="sign-in=fixed-window:3/1m,links=…,api=…", REDIS_URL, REDLIMIT_KEY_SECRET,
-    // REDLIMIT_SAMPLE_ADMIN_TOKEN (turns POST /auth/unlock on).
+    // REDLIMIT_SAMPLE_ADMIN_TOKEN (turns POST /auth/unlock on), REDLIMIT_DEVICES_SECRET.
     ConfigModule.forRoot({ envFilePath: join(__dirname, 'redlimit.env') }),
     // Redis from REDIS_URL (else the in-memory store, with a warning).
     RedlimitModule.forRootAsync({
@@ -30,10 +31,16 @@ import { LinksController } from './links.controller';
             .map((key) => key.trim())
             .filter(Boolean),
         );
-        return redlimitOptionsFromEnv(config, {
+        const options = redlimitOptionsFromEnv(config, {
           headers: 'ietf',
           apiKey: { validate: (key) => apiKeys.has(key) },
         });
+        // Trusted devices for POST /auth/sign-in: tokens are signed with REDLIMIT_DEVICES_SECRET,
+        // else REDLIMIT_KEY_SECRET; with neither, with a secret made for this process (tokens
+        // then stop working when it restarts, and each instance has its own).
+        const secret =
+          options.devices?.secret ?? options.keySecret ?? randomBytes(32).toString('base64url');
+        return { ...options, devices: { ...options.devices, secret } };
       },
     }),
   ],

@@ -45,12 +45,17 @@ export class AuthController {
    * right password is refunded, so only failures cost. The 6th failure — or any sign-in after
    * it, right password or not — gets 429 before this method runs. The part names the body, where
    * this method reads the email.
+   *
+   * A right password also sets a device cookie (`redlimit_device`; API clients may send it back
+   * in a `redlimit-device` header). Sign-ins that carry it for the same email are charged to that
+   * device, not to the account: whoever fails on purpose to lock the account out locks out every
+   * client but the owner's.
    */
   @Post('sign-in')
   @HttpCode(200)
   signIn(
     @Body() body: SignInBody,
-    @Attempt(['ip', 'body.email'], { policy: 'sign-in' }) attempt: Attempt,
+    @Attempt(['ip', 'body.email'], { policy: 'sign-in', devices: 'body.email' }) attempt: Attempt,
   ): { user: string } {
     return this.auth.signIn(String(body?.email ?? ''), String(body?.password ?? ''), attempt);
   }

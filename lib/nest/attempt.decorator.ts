@@ -18,7 +18,13 @@ import {
  */
 export type Attempt = CoreAttempt;
 
-const OPTION_KEYS: ReadonlySet<string> = new Set(['policy', 'cost', 'refundOn', 'headers']);
+const OPTION_KEYS: ReadonlySet<string> = new Set([
+  'policy',
+  'cost',
+  'refundOn',
+  'headers',
+  'devices',
+]);
 
 const injectAttempt = createParamDecorator((_data: unknown, context: ExecutionContext) => {
   const attempt =
@@ -80,14 +86,14 @@ export function Attempt(
   list.forEach((part, index) => resolveAttemptPart(part, index)); // throws naming a bad part
   if (options === null || typeof options !== 'object') {
     throw new TypeError(
-      '@Attempt() options must be an object: { policy?, cost?, refundOn?, headers? }',
+      '@Attempt() options must be an object: { policy?, cost?, refundOn?, headers?, devices? }',
     );
   }
   const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
   if (unknown.length > 0) {
     throw new TypeError(
       `@Attempt() has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected policy, cost, refundOn, headers',
+        'expected policy, cost, refundOn, headers, devices',
     );
   }
   checkCostOption(options.cost, '@Attempt()');
@@ -100,6 +106,7 @@ export function Attempt(
       `@Attempt() headers must be 'requester' or 'all'; got ${JSON.stringify(options.headers)}`,
     );
   }
+  checkDevicesOption(options, list);
   const { refundOn } = options;
   if (refundOn !== undefined && refundOn !== 'success' && typeof refundOn !== 'function') {
     throw new TypeError("@Attempt() refundOn must be 'success' or a function of the outcome");
@@ -123,4 +130,23 @@ export function Attempt(
     const descriptor = Object.getOwnPropertyDescriptor(target, propertyKey!)!;
     UseInterceptors(AttemptDispatchInterceptor)(target, propertyKey!, descriptor);
   };
+}
+
+/** `devices` names a login part given as a string, never the requester's own `ip` or `apiKey`. */
+function checkDevicesOption(options: AttemptOptions, parts: readonly AttemptPart[]): void {
+  const { devices } = options;
+  if (devices === undefined) return;
+  if (typeof devices !== 'string' || !parts.includes(devices)) {
+    throw new TypeError(
+      `@Attempt() devices must name one of its parts as written (e.g. 'body.email'); got ${JSON.stringify(devices)}`,
+    );
+  }
+  if (devices === 'ip' || devices === 'apiKey') {
+    throw new TypeError(`@Attempt() devices names the login part; '${devices}' is not a login`);
+  }
+  if (typeof options.cost === 'function') {
+    throw new TypeError(
+      '@Attempt() devices takes a fixed cost: a reservation settled later is not a sign-in',
+    );
+  }
 }

@@ -4,9 +4,11 @@ import {
   Injectable,
   Logger,
   type NestInterceptor,
+  Optional,
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import type { Attempt } from '../core/attempt';
+import { Limiter } from '../core/limiter';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
@@ -38,6 +40,7 @@ import {
 } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
 import { unchargedAttempt } from './uncharged-attempt.util';
+import { RedlimitDevices, type TrustedDevice } from './redlimit-devices.service';
 
 /**
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
@@ -77,6 +80,11 @@ export class AttemptInterceptor implements NestInterceptor {
     protected readonly registry: LimiterRegistry,
     /** Client IP, rate-limit headers and refusals, as the module's options configure them. */
     protected readonly http: RedlimitHttp,
+    /**
+     * Trusted devices (the module's `devices` option), for `@Attempt(…, { devices })`; a subclass
+     * passes it on to `super()` to keep them working.
+     */
+    @Optional() protected readonly devices?: RedlimitDevices,
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
@@ -105,12 +113,18 @@ export class AttemptInterceptor implements NestInterceptor {
       throw error;
     }
     let attempt: Attempt;
+    let device: DeviceSpend | undefined;
     try {
-      attempt = await limiter.begin(keys, { cost });
+      if (metadata.devices === undefined) attempt = await limiter.begin(keys, { cost });
+      else
+        ({ attempt, device } = await this.spendWithDevice(context, metadata, limiter, keys, cost));
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
         if (response && disclosed(metadata, keys)) {
-          this.applyHeaders(context, response, error.decision, limiter.policy);
+          const policy = this.registry.has(error.decision.policy)
+            ? this.registry.get(error.decision.policy).policy
+            : limiter.policy;
+          this.applyHeaders(context, response, error.decision, policy);
         }
         this.throwRefusal(context, error.decision);
       }
@@ -136,9 +150,10 @@ export class AttemptInterceptor implements NestInterceptor {
                 finished
                   ? withStatus(outcome, type, response)
                   : { ok: false, error: new AttemptCancelledError('request cancelled') },
+                device,
               ),
             )
-          : this.settle(context, metadata, attempt, withStatus(outcome, type, response)),
+          : this.settle(context, metadata, attempt, withStatus(outcome, type, response), device),
       // Torn down before it settled (the client left): a lease is held to its window, since the
       // work behind the Observable (`from(promise)`) may go on unseen.
       attempt.leased,
@@ -276,16 +291,106 @@ export class AttemptInterceptor implements NestInterceptor {
     metadata: AttemptMetadata,
     attempt: Attempt,
     outcome: AttemptOutcome,
+    device?: DeviceSpend,
   ): Promise<void> {
     try {
       if (!attempt.settled && !attempt.refunded && this.shouldRefund(context, metadata, outcome)) {
         attempt.refund();
       }
-      await attempt.settle();
+      // Refunded: the login was proved, and the client gets (or renews) its device token.
+      const trust =
+        device !== undefined && attempt.refunded ? this.trustDevice(context, device) : undefined;
+      await Promise.all([attempt.settle(), trust]);
     } catch (error) {
       this.onSettleError(error, attempt.decision);
     }
   }
+
+  /**
+   * Spends an `@Attempt(…, { devices })` call. With a token valid for the login (signed for it,
+   * unexpired, at the login's current device epoch) the login part's key is replaced by the
+   * device's, and the device's lifetime failure count is charged beside, in one decision;
+   * without one (or with a bad one: no different answer, whatever was wrong) the call is charged
+   * as any other. The epoch is read concurrently with the spend; a revoked token's spend is given
+   * back and the call charged as untrusted.
+   */
+  private async spendWithDevice(
+    context: ExecutionContext,
+    metadata: AttemptMetadata,
+    limiter: Limiter,
+    keys: string[],
+    cost: number | undefined,
+  ): Promise<{ attempt: Attempt; device?: DeviceSpend }> {
+    const devices = this.devices;
+    if (devices === undefined || !devices.enabled) {
+      throw new Error(
+        `@Attempt(…, { devices: '${metadata.devices}' }) needs RedlimitModule's devices option` +
+          (devices === undefined
+            ? ' (and a custom attemptInterceptor must pass RedlimitDevices to super())'
+            : ''),
+      );
+    }
+    const request = contextRequest(context);
+    if (request === undefined) return { attempt: await limiter.begin(keys, { cost }) };
+    const index = metadata.parts.indexOf(metadata.devices!);
+    const loginKey = keys[index]!;
+    const trusted = devices.recognise(loginKey, devices.presented(request));
+    if (trusted !== undefined) {
+      const deviceKeys = keys.map((key, i) => (i === index ? trusted.key : key));
+      const [epoch, spent] = await Promise.all([
+        devices.epochOf(loginKey).catch(() => undefined),
+        Limiter.beginAll([
+          { limiter, keys: deviceKeys, ...(cost !== undefined && { cost }) },
+          { limiter: devices.lifeLimiter(limiter), keys: trusted.key },
+        ]).then(
+          (attempt) => ({ attempt }),
+          (error: unknown) => ({ error }),
+        ),
+      ]);
+      if (epoch === trusted.epoch) {
+        if ('error' in spent) throw spent.error;
+        return { attempt: spent.attempt, device: { loginKey, trusted } };
+      }
+      // Revoked (or the epoch could not be read): not trusted; what the device spent goes back.
+      if ('attempt' in spent) {
+        spent.attempt.refund();
+        await spent.attempt.settle().catch((error: unknown) => {
+          this.onSettleError(error, spent.attempt.decision);
+        });
+      }
+    }
+    return { attempt: await limiter.begin(keys, { cost }), device: { loginKey } };
+  }
+
+  /**
+   * Sets the device token on the response of a successful attempt: the presented device's,
+   * renewed, or a new device's. Skipped when the response is already sent (a handler answering
+   * through `@Res()`: issue with `RedlimitDevices.issue` there) or the login part was missing.
+   */
+  private async trustDevice(context: ExecutionContext, device: DeviceSpend): Promise<void> {
+    const devices = this.devices;
+    const response = contextResponse(context);
+    if (devices === undefined || response === undefined || responseSent(response)) return;
+    if (device.loginKey.endsWith(':-')) return;
+    const token = await devices.tokenFor(
+      device.loginKey,
+      device.trusted?.nonce,
+      device.trusted?.epoch,
+    );
+    if (!responseSent(response)) devices.setCookie(response, token);
+  }
+}
+
+/** The login of an `@Attempt(…, { devices })` call, and the device it was charged to if trusted. */
+interface DeviceSpend {
+  readonly loginKey: string;
+  readonly trusted?: TrustedDevice;
+}
+
+/** Whether the response's headers are gone (Express/Node `headersSent`, Fastify `sent`). */
+function responseSent(response: HttpResponseLike): boolean {
+  const target = response as { headersSent?: unknown; sent?: unknown };
+  return target.headersSent === true || target.sent === true;
 }
 
 /** Raised into `refundOn` when the client went away before the handler finished. */

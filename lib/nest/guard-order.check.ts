@@ -34,7 +34,8 @@ type BoundGuard = Type<CanActivate> | CanActivate;
  *   runs before the interceptor that spends the attempt.
  * Global guards registered with `app.useGlobalGuards()` are not visible to it, and global guards
  * are not held against `@Attempt` routes (an app-wide auth guard usually lets sign-in through).
- * Provided by `RedlimitModule`; nothing to register.
+ * It also fails the start of an app with an `@Attempt(…, { devices })` route when the module has
+ * no `devices` option. Provided by `RedlimitModule`; nothing to register.
  *
  * @example
  * Logged at bootstrap:
@@ -72,6 +73,13 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
             `${guardName(chain[0]!)} runs before RedlimitGuard on ${route}: what it does (a ` +
               'credential check, a database read) is not limited, and a request it refuses is ' +
               'never charged. Bind RedlimitGuard first (globally, or first in @UseGuards).',
+          );
+        }
+        if (attempt?.devices !== undefined && this.options.devices === undefined) {
+          // A route promising the owner a way in must not quietly go without one.
+          throw new Error(
+            `@Attempt(…, { devices: '${attempt.devices}' }) on ${route} needs RedlimitModule's ` +
+              'devices option (e.g. devices: {} with keySecret set)',
           );
         }
         const own = routeGuards.filter((guard) => !isRedlimitGuard(guard));

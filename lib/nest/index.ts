@@ -41,6 +41,7 @@ export * from './redlimit-config.error';
 export * from './redlimit-connection.service';
 export * from './redlimit-events.service';
 export * from './redlimit-http.service';
+export * from './redlimit-devices.service';
 export * from './redlimit-options.interface';
 export * from './redlimit.constants';
 export * from './redlimit.guard';

@@ -1,3 +1,4 @@
+import { parseDuration } from '../core/duration.util';
 import { FAIL_MODES, type FailMode } from '../core/policy';
 import { createClientIpResolver } from './client-ip.util';
 import { ipRangeList } from './ip-range.util';
@@ -42,6 +43,8 @@ export type EnvSource =
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys, at least 16 characters; set but empty or blank is an error (never shown in errors) |
+ * | `REDLIMIT_DEVICES_SECRET` | signs trusted-device tokens (`devices.secret`), at least 16 characters; turns `devices` on |
+ * | `REDLIMIT_DEVICES_LIFETIME` | a device token's lifetime (`devices.lifetime`), e.g. `30d`; turns `devices` on |
  * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
  * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
  * | `REDLIMIT_SHADOW` | `true` or `false`: shadow mode for every policy that sets none |
@@ -186,6 +189,42 @@ export function redlimitOptionsFromEnv(
       );
     }
     options.keySecret = secret;
+  }
+
+  // Trusted devices: either variable turns them on (the secret defaults to the key secret).
+  const deviceSecret = read('REDLIMIT_DEVICES_SECRET');
+  if (deviceSecret === undefined && isBlankString(rawValue(source, 'REDLIMIT_DEVICES_SECRET'))) {
+    throw new RedlimitConfigError(
+      'REDLIMIT_DEVICES_SECRET',
+      '***',
+      'it is set but empty or blank; unset it to sign device tokens with the key secret',
+    );
+  }
+  if (deviceSecret !== undefined && deviceSecret.length < 16) {
+    throw new RedlimitConfigError(
+      'REDLIMIT_DEVICES_SECRET',
+      '***',
+      'expected at least 16 characters',
+    );
+  }
+  const deviceLifetime = read('REDLIMIT_DEVICES_LIFETIME');
+  if (deviceLifetime !== undefined) {
+    try {
+      parseDuration(deviceLifetime, 'REDLIMIT_DEVICES_LIFETIME');
+    } catch {
+      throw new RedlimitConfigError(
+        'REDLIMIT_DEVICES_LIFETIME',
+        deviceLifetime,
+        "expected a duration such as '30d' or '12h'",
+      );
+    }
+  }
+  if (deviceSecret !== undefined || deviceLifetime !== undefined) {
+    options.devices = {
+      ...defaults.devices,
+      ...(deviceSecret !== undefined && { secret: deviceSecret }),
+      ...(deviceLifetime !== undefined && { lifetime: deviceLifetime }),
+    };
   }
 
   // Replaces the defaults' ips, keeps their apiKeys and userAgents.

@@ -10,7 +10,8 @@ import { closeRedisClient, createRedisClient } from './redis-client.factory';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /** The key prefix of a RedisStore without one (the module's documented default). */
-const DEFAULT_PREFIX = 'rl:';
+/** The module's key prefix when `prefix` is not set. */
+export const DEFAULT_PREFIX = 'rl:';
 
 /** Connection errors are logged at most this often (ioredis reports every reconnection). */
 const ERROR_LOG_INTERVAL_MS = 10_000;
@@ -40,6 +41,7 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'skipIf',
   'shadow',
   'refusalCache',
+  'devices',
 ]);
 
 /**

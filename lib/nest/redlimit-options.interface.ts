@@ -165,6 +165,58 @@ export interface AccessListOptions {
   readonly userAgents?: readonly (string | RegExp)[];
 }
 
+/**
+ * Trusted devices for `@Attempt(parts, { devices: '<login part>' })` (OWASP "device cookies"): a
+ * sign-in that succeeds gets a device token (a cookie, or a header API clients send back), and
+ * later attempts that carry it for the same login are charged to that device's own budget, not to
+ * the account's: an attacker who keeps the account locked for everyone else cannot keep its owner
+ * out. See {@link RedlimitDevices}.
+ *
+ * @example
+ * RedlimitModule.forRoot({ keySecret: process.env.REDLIMIT_KEY_SECRET, devices: { lifetime: '90d' } });
+ */
+export interface DevicesOptions {
+  /**
+   * Signs device tokens (HMAC-SHA-256), at least 16 characters. Default: the module's
+   * `keySecret`; one of them is required. Changing it voids every token issued.
+   */
+  readonly secret?: string;
+  /** How long a token is valid (and the cookie kept): 1 minute to 366 days. Default `'30d'`. */
+  readonly lifetime?: number | string;
+  /**
+   * Failures one device may make per token lifetime before it stays refused until its token
+   * expires (besides the policy's own limits and lockouts, which apply to each device): a
+   * stolen token is not a way around the limits. 1 to 10 000. Default: 10 × the policy's smallest
+   * limit.
+   */
+  readonly maxFailures?: number;
+  /**
+   * The cookie the token is set in on a successful sign-in, or `false` for none (API clients
+   * then get the token from {@link RedlimitDevices.issue} only). Defaults: name
+   * `'redlimit_device'`, path `'/'`, `secure: true`, `sameSite: 'Lax'`; always `HttpOnly`, with
+   * `Max-Age` the lifetime.
+   */
+  readonly cookie?:
+    | false
+    | {
+        /** Cookie name. Default `'redlimit_device'`. */
+        readonly name?: string;
+        /** Cookie path. Default `'/'`. */
+        readonly path?: string;
+        /** Cookie domain. Default: none (the host that set it). */
+        readonly domain?: string;
+        /** Send only over HTTPS. Default `true`. */
+        readonly secure?: boolean;
+        /** `SameSite`. Default `'Lax'`. */
+        readonly sameSite?: 'Strict' | 'Lax' | 'None';
+      };
+  /**
+   * The request header API clients may send the token in instead of the cookie (it wins over
+   * the cookie), or `false`. Default `'redlimit-device'`.
+   */
+  readonly header?: string | false;
+}
+
 /** A policy in {@link RedlimitModuleOptions.policies}: its name is its key in the record. */
 export type PolicyDefinition = Omit<PolicyOptions, 'name'>;
 
@@ -278,6 +330,11 @@ export interface RedlimitModuleOptions {
    * an empty one, stops startup). Default: plain SHA-256.
    */
   readonly keySecret?: string;
+  /**
+   * Trusted devices: owners who signed in before keep getting in while an attacker keeps their
+   * account locked for everyone else. Off by default. See {@link DevicesOptions}.
+   */
+  readonly devices?: DevicesOptions;
   /**
    * Called for every store failure a decision absorbed. Default: a warning through the Nest
    * `Logger` (context `Redlimit`), at most one per policy every 10 s.

@@ -159,6 +159,14 @@ export interface AttemptOptions {
    * attempt's budget too (for budgets that are not secrets).
    */
   readonly headers?: 'requester' | 'all';
+  /**
+   * Trusted devices (the module's `devices` option): names the login part, one of `parts` as
+   * written (`'body.email'`). A successful attempt (refunded) gets a device token; an attempt that
+   * carries a valid token for the same login is charged to that device's budget instead of the
+   * login's, so failures by others cannot lock the owner out. HTTP only (GraphQL over HTTP
+   * included); elsewhere attempts are charged as without it.
+   */
+  readonly devices?: string;
 }
 
 /** What `@Attempt` records on a handler. */

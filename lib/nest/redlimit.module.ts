@@ -12,12 +12,13 @@ import {
 } from './redlimit.module-definition';
 import { RedlimitConnection } from './redlimit-connection.service';
 import { RedlimitEvents } from './redlimit-events.service';
+import { RedlimitDevices } from './redlimit-devices.service';
 import { RedlimitHttp } from './redlimit-http.service';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
 /**
  * Rate limiting on Redis for a Nest app: provides {@link LimiterRegistry}, {@link RedlimitHttp},
- * {@link RedlimitConnection} and {@link RedlimitEvents}, serves `@Attempt` and backs
+ * {@link RedlimitConnection}, {@link RedlimitEvents} and {@link RedlimitDevices}, serves `@Attempt` and backs
  * {@link RedlimitGuard}. Global by default (`isGlobal: false` to scope it).
  *
  * @example
@@ -45,11 +46,12 @@ import type { RedlimitModuleOptions } from './redlimit-options.interface';
     RedlimitEvents,
     LimiterRegistry,
     RedlimitHttp,
+    RedlimitDevices,
     RedlimitKeySecretCheck,
     RedlimitGuardOrderCheck,
     LeaseReleaseWiring,
   ],
-  exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp],
+  exports: [RedlimitConnection, RedlimitEvents, LimiterRegistry, RedlimitHttp, RedlimitDevices],
 })
 export class RedlimitModule extends RedlimitConfigurableModule {
   /**

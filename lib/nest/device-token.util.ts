@@ -1,0 +1,110 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * What a trusted-device token carries besides its MAC: the device's id (`nonce`), the login's
+ * device epoch when it was issued (a revocation bumps the epoch and voids every earlier token),
+ * and its expiry in whole seconds since the epoch.
+ */
+export interface DeviceTokenFields {
+  /** The device's id: 16 random bytes, base64url (22 characters). */
+  readonly nonce: string;
+  /** The login's device epoch at issue. */
+  readonly epoch: number;
+  /** Expiry, in whole seconds since 1970 (UTC). */
+  readonly expiresAt: number;
+}
+
+/** What binds a token: the secret, the module's key prefix and the login part's caller key. */
+export interface DeviceTokenBinding {
+  /** The devices secret (the module's `devices.secret`, else its `keySecret`). */
+  readonly secret: string;
+  /** The module's key prefix: a token of another app with the same secret is not valid here. */
+  readonly prefix: string;
+  /** The login part's caller key, e.g. `email:<hash>`. */
+  readonly loginKey: string;
+}
+
+/** The one token layout: `v1.<nonce>.<epoch>.<expiresAt>.<mac>`, each field in canonical form. */
+const TOKEN =
+  /^v1\.([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,14})\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;
+
+/** Longer input is not a token; checked before any parsing, so junk costs nothing to reject. */
+const MAX_TOKEN_LENGTH = 128;
+
+/** A fresh device id: 16 random bytes, base64url. */
+export function newDeviceNonce(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+/**
+ * A device token: `v1.<nonce>.<epoch>.<expiresAt>.<mac>`, the MAC an HMAC-SHA-256 with `secret`
+ * over the prefix, the login key and the three fields (length-delimited, so no field can bleed
+ * into another). Without the secret a token can be neither made nor moved to another login.
+ *
+ * @example
+ * const token = signDeviceToken({ secret, prefix: 'rl:', loginKey: 'email:…', nonce: newDeviceNonce(), epoch: 0, expiresAt: 1_800_000_000 });
+ */
+export function signDeviceToken(fields: DeviceTokenBinding & DeviceTokenFields): string {
+  const { nonce, epoch, expiresAt } = fields;
+  return `v1.${nonce}.${epoch}.${expiresAt}.${mac(fields, nonce, epoch, expiresAt)}`;
+}
+
+/**
+ * The fields of `token` when it is a well-formed token of this binding, not expired at `now` (ms)
+ * and not expiring later than `now + maxLifetimeMs` (a token from a longer lifetime setting, or
+ * a far future, is not honoured); `undefined` for anything else, whatever was wrong — the caller
+ * treats it as no token. The MAC is compared in constant time.
+ */
+export function verifyDeviceToken(
+  token: unknown,
+  binding: DeviceTokenBinding & { readonly now: number; readonly maxLifetimeMs: number },
+): DeviceTokenFields | undefined {
+  if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return undefined;
+  const match = TOKEN.exec(token);
+  if (match === null) return undefined;
+  const nonce = match[1]!;
+  const epoch = Number(match[2]);
+  const expiresAt = Number(match[3]);
+  // Compared as text: base64url's spare bits would let other spellings of the MAC decode alike.
+  const presented = Buffer.from(match[4]!, 'latin1');
+  const expected = Buffer.from(mac(binding, nonce, epoch, expiresAt), 'latin1');
+  if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
+    return undefined;
+  }
+  const nowSeconds = binding.now / 1000;
+  if (!(expiresAt > nowSeconds)) return undefined;
+  if (expiresAt > Math.ceil((binding.now + binding.maxLifetimeMs) / 1000)) return undefined;
+  return { nonce, epoch, expiresAt };
+}
+
+/**
+ * The caller key a trusted device is charged under: `device:<hash>`, an HMAC of the login key and
+ * the device id (so one device id names another budget under another login, and nothing in the
+ * key leads back to the token).
+ */
+export function deviceKey(binding: DeviceTokenBinding, nonce: string): string {
+  const digest = createHmac('sha256', binding.secret)
+    .update(frame(['redlimit-device-key', binding.prefix, binding.loginKey, nonce]))
+    .digest('base64url');
+  return `device:${digest.slice(0, 22)}`;
+}
+
+function mac(binding: DeviceTokenBinding, nonce: string, epoch: number, expiresAt: number): string {
+  return createHmac('sha256', binding.secret)
+    .update(
+      frame([
+        'redlimit-device-v1',
+        binding.prefix,
+        binding.loginKey,
+        nonce,
+        String(epoch),
+        String(expiresAt),
+      ]),
+    )
+    .digest('base64url');
+}
+
+/** Each field preceded by its length: `a|bc` and `ab|c` frame differently. */
+function frame(fields: readonly string[]): string {
+  return fields.map((field) => `${field.length}:${field}`).join('');
+}
