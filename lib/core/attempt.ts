@@ -65,8 +65,8 @@ export class Attempt {
    * always released when it settles.
    */
   get leased(): boolean {
-    const decisions = this.stack ? this.stack.stacked.decisions : [this.decision];
-    return decisions.some((d) => d.receipt.spent && d.receipt.algorithm === 'concurrency');
+    if (!this.stack) return isLease(this.decision);
+    return this.stack.stacked.decisions.some(isLease);
   }
 
   /**
@@ -132,22 +132,30 @@ export class Attempt {
    * the first settlement.
    */
   settle(): Promise<void> {
-    this.settlement ??= this.outcome().then(() => undefined);
+    if (this.settlement) return this.settlement;
+    const pending = this.outcome();
+    this.settlement = pending ? pending.then(() => undefined) : Promise.resolve();
     return this.settlement;
   }
 
-  private outcome(): Promise<unknown> {
+  /** What settling sends, or undefined when the cost is simply kept. */
+  private outcome(): Promise<unknown> | undefined {
     const { stack } = this;
     if (this.refundRequested) return this.giveBack(this.decision);
     if (stack) {
       if (this.actualCost !== undefined && this.settleTo) {
         return this.settleTo(this.decision, this.actualCost);
       }
-      return this.leased ? stack.release(stack.stacked) : Promise.resolve();
+      return this.leased ? stack.release(stack.stacked) : undefined;
     }
     if (this.leased) return this.giveBack(this.decision);
     return this.actualCost !== undefined && this.settleTo
       ? this.settleTo(this.decision, this.actualCost)
-      : Promise.resolve();
+      : undefined;
   }
+}
+
+/** Whether a decision spent a `concurrency` lease. */
+function isLease(decision: Decision): boolean {
+  return decision.receipt.spent && decision.receipt.algorithm === 'concurrency';
 }
