@@ -124,6 +124,14 @@ export interface ResetRequest {
   readonly keys: readonly string[];
 }
 
+/** A device epoch as read, with the store's clock at the reading (see `Store.readEpoch`). */
+export interface EpochReading {
+  /** The epoch: 0 when none is stored. */
+  readonly epoch: number;
+  /** The store's clock when it was read, in ms since 1970 (Redis `TIME`, or the store's clock). */
+  readonly now: number;
+}
+
 /**
  * Where budget lives. Every method is atomic across all keys and limits of its request.
  * Implemented by {@link RedisStore} (shared by every process) and {@link MemoryStore}
@@ -172,7 +180,7 @@ export interface Store {
   reset(request: ResetRequest): Promise<void>;
   /**
    * The device epoch (per-login revocation counter of trusted devices) stored under `key`, or 0
-   * when there is none. A present epoch is kept at least `keepMs` from now (its expiry is extended,
+   * when there is none, with the store's clock at the reading (device tokens expire on it). A present epoch is kept at least `keepMs` from now (its expiry is extended,
    * never shortened), so it outlives every device token issued while it is in use. One round trip
    * on Redis; stored apart from every limiter state (`<prefix>epoch:{<key>}`). Rejects when the
    * store fails: the caller then treats the device as not trusted. Optional: stores without it
@@ -182,7 +190,7 @@ export interface Store {
    * @param keepMs a whole number of ms from 1 to 366 days (the device tokens' lifetime)
    * @throws TypeError / RangeError naming the bad argument, before the store is touched
    */
-  readEpoch?(key: string, keepMs: number): Promise<number>;
+  readEpoch?(key: string, keepMs: number): Promise<EpochReading>;
   /**
    * Moves the device epoch stored under `key` on by one, atomically (creating it at 1), keeps it
    * at least `keepMs` from now (never shortened) and resolves with the new epoch: every device

@@ -15,6 +15,7 @@ import { blockKey, epochKey, ledgerKey, storageKey } from './storage-key.util';
 import { checkEpochArguments } from './epoch-args.util';
 import type {
   AdjustRequest,
+  EpochReading,
   RefundRequest,
   ResetRequest,
   SpendRequest,
@@ -616,15 +617,15 @@ export class MemoryStore implements Store {
    * The device epoch stored under `key` (0 when absent or expired), kept at least `keepMs` from
    * now on this store's clock (see {@link Store.readEpoch}).
    */
-  readEpoch(key: string, keepMs: number): Promise<number> {
+  readEpoch(key: string, keepMs: number): Promise<EpochReading> {
     try {
       checkEpochArguments(key, keepMs, 'readEpoch');
       const name = epochKey('', key);
       const now = this.now();
       const stored = this.liveEpoch(name, now);
-      if (stored === undefined) return Promise.resolve(0);
+      if (stored === undefined) return Promise.resolve({ epoch: 0, now });
       this.keepEpoch(name, stored.epoch, Math.max(stored.expiresAt, now + keepMs), now);
-      return Promise.resolve(stored.epoch);
+      return Promise.resolve({ epoch: stored.epoch, now });
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }

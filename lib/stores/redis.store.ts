@@ -33,6 +33,7 @@ import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
 import type {
   AdjustRequest,
+  EpochReading,
   RefundRequest,
   ResetRequest,
   SpendRequest,
@@ -289,23 +290,32 @@ export class RedisStore implements Store {
    * The device epoch stored under `key` (0 when absent), kept at least `keepMs` from now: one
    * script run on `<prefix>epoch:{<key>}` (see {@link Store.readEpoch}).
    */
-  readEpoch(key: string, keepMs: number): Promise<number> {
-    return this.epoch('epoch/read', key, keepMs);
+  async readEpoch(key: string, keepMs: number): Promise<EpochReading> {
+    const reply = await this.epoch('epoch/read', key, keepMs);
+    const [epoch, now] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (!isEpoch(epoch) || typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
+      throw new TypeError(`redlimit: epoch/read answered ${String(reply)}, not an epoch and a time`);
+    }
+    return { epoch, now };
   }
 
   /**
    * Moves the device epoch stored under `key` on by one (creating it at 1), keeps it at least
    * `keepMs` from now, and resolves with the new epoch: one script run (see {@link Store.bumpEpoch}).
    */
-  bumpEpoch(key: string, keepMs: number): Promise<number> {
-    return this.epoch('epoch/bump', key, keepMs);
+  async bumpEpoch(key: string, keepMs: number): Promise<number> {
+    const reply = await this.epoch('epoch/bump', key, keepMs);
+    if (!isEpoch(reply)) {
+      throw new TypeError(`redlimit: epoch/bump answered ${String(reply)}, not an epoch`);
+    }
+    return reply;
   }
 
   private async epoch(
     script: 'epoch/read' | 'epoch/bump',
     key: string,
     keepMs: number,
-  ): Promise<number> {
+  ): Promise<unknown> {
     checkEpochArguments(key, keepMs, script === 'epoch/read' ? 'readEpoch' : 'bumpEpoch');
     const stored = epochKey(this.prefix, key);
     // In issue order with the other operations of this store (and of its slot on Cluster).
@@ -315,9 +325,6 @@ export class RedisStore implements Store {
         this.run(script, [stored], [this.now(), this.expiryOffsetMs, keepMs]),
       ),
     );
-    if (typeof reply !== 'number' || !Number.isSafeInteger(reply) || reply < 0) {
-      throw new TypeError(`redlimit: ${script} answered ${String(reply)}, not an epoch`);
-    }
     return reply;
   }
 
@@ -723,4 +730,9 @@ export class RedisStore implements Store {
     if (id === 'stack/consume' || !id.endsWith('/consume')) this.batches.flush();
     return this.scripts.run(id, keys, args);
   }
+}
+
+/** A device epoch as a script answers it: a whole number ≥ 0. */
+function isEpoch(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

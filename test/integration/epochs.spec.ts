@@ -28,8 +28,8 @@ describe.each(stores)('$name store: device epochs', (backend) => {
 
   it('reads 0 for a login never bumped, and writes nothing', async () => {
     const { store, stored } = setup();
-    expect(await store.readEpoch(LOGIN, 30 * DAY)).toBe(0);
-    expect(await store.readEpoch(LOGIN, 30 * DAY)).toBe(0);
+    expect((await store.readEpoch(LOGIN, 30 * DAY)).epoch).toBe(0);
+    expect((await store.readEpoch(LOGIN, 30 * DAY)).epoch).toBe(0);
     if (stored(LOGIN)) expect(await backend.client!.exists(stored(LOGIN)!)).toBe(0);
   });
 
@@ -38,10 +38,10 @@ describe.each(stores)('$name store: device epochs', (backend) => {
     expect(await store.bumpEpoch(LOGIN, DAY)).toBe(1);
     expect(await store.bumpEpoch(LOGIN, DAY)).toBe(2);
     expect(await store.bumpEpoch(LOGIN, DAY)).toBe(3);
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(3);
-    expect(await store.readEpoch('email:other', DAY)).toBe(0);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(3);
+    expect((await store.readEpoch('email:other', DAY)).epoch).toBe(0);
     expect(await store.bumpEpoch('email:other', DAY)).toBe(1);
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(3);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(3);
   });
 
   it('keys with braces, a leading # or 200 characters are epochs of their own', async () => {
@@ -50,7 +50,7 @@ describe.each(stores)('$name store: device epochs', (backend) => {
     for (const [i, key] of keys.entries()) {
       for (let n = 0; n <= i; n++) await store.bumpEpoch(key, DAY);
     }
-    for (const [i, key] of keys.entries()) expect(await store.readEpoch(key, DAY)).toBe(i + 1);
+    for (const [i, key] of keys.entries()) expect((await store.readEpoch(key, DAY)).epoch).toBe(i + 1);
     if (store instanceof RedisStore) {
       // Stored names stay bounded whatever the key's length (a long key is stored as its hash).
       const names = await backend.keys!(`${store.prefix}epoch:*`);
@@ -71,9 +71,9 @@ describe.each(stores)('$name store: device epochs', (backend) => {
     await limiter.consume(LOGIN);
     await limiter.consume(LOGIN);
     expect((await limiter.consume(LOGIN)).allowed).toBe(false);
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(1);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(1);
     await limiter.reset(LOGIN);
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(1);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(1);
     expect(await store.bumpEpoch(LOGIN, DAY)).toBe(2);
     expect((await limiter.consume(LOGIN)).allowed).toBe(true);
   });
@@ -84,7 +84,7 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       Array.from({ length: 100 }, () => store.bumpEpoch(LOGIN, DAY)),
     );
     expect([...bumped].sort((a, b) => a - b)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(100);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(100);
   });
 
   it.each([
@@ -109,7 +109,7 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       if (typeof key === 'string' && key !== '' && stored(key)) {
         expect(await backend.client!.exists(stored(key)!)).toBe(0);
       }
-      expect(await store.readEpoch(LOGIN, DAY)).toBe(0);
+      expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(0);
     },
   );
 
@@ -123,13 +123,13 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       const { clock, store } = setup();
       await store.bumpEpoch(LOGIN, 10_000);
       clock.advance(6_000);
-      expect(await store.readEpoch(LOGIN, 10_000)).toBe(1); // now kept until 16 000
+      expect((await store.readEpoch(LOGIN, 10_000)).epoch).toBe(1); // now kept until 16 000
       clock.advance(9_000);
-      expect(await store.readEpoch(LOGIN, 1)).toBe(1); // a shorter keep does not shorten it
+      expect((await store.readEpoch(LOGIN, 1)).epoch).toBe(1); // a shorter keep does not shorten it
       clock.advance(999);
-      expect(await store.readEpoch(LOGIN, 1)).toBe(1); // kept until 16 000 still
+      expect((await store.readEpoch(LOGIN, 1)).epoch).toBe(1); // kept until 16 000 still
       clock.advance(2);
-      expect(await store.readEpoch(LOGIN, 10_000)).toBe(0);
+      expect((await store.readEpoch(LOGIN, 10_000)).epoch).toBe(0);
       expect(await store.bumpEpoch(LOGIN, 10_000)).toBe(1); // an expired epoch starts again
     });
 
@@ -138,9 +138,9 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       await store.bumpEpoch(LOGIN, 60_000);
       await store.bumpEpoch(LOGIN, 1_000);
       clock.advance(60_000); // exactly at its expiry: still there, as in Redis (and kept 1 ms more)
-      expect(await store.readEpoch(LOGIN, 1)).toBe(2);
+      expect((await store.readEpoch(LOGIN, 1)).epoch).toBe(2);
       clock.advance(2);
-      expect(await store.readEpoch(LOGIN, 1)).toBe(0);
+      expect((await store.readEpoch(LOGIN, 1)).epoch).toBe(0);
     });
   } else {
     it('expiry: set to keepMs, extended by a longer read or bump, never shortened', async () => {
@@ -148,9 +148,9 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       await store.bumpEpoch(LOGIN, 10_000);
       expect(await pttl(LOGIN)).toBeGreaterThan(9_000);
       expect(await pttl(LOGIN)).toBeLessThanOrEqual(10_000);
-      expect(await store.readEpoch(LOGIN, 60_000)).toBe(1);
+      expect((await store.readEpoch(LOGIN, 60_000)).epoch).toBe(1);
       expect(await pttl(LOGIN)).toBeGreaterThan(59_000);
-      expect(await store.readEpoch(LOGIN, 1_000)).toBe(1);
+      expect((await store.readEpoch(LOGIN, 1_000)).epoch).toBe(1);
       expect(await store.bumpEpoch(LOGIN, 2_000)).toBe(2);
       expect(await pttl(LOGIN)).toBeGreaterThan(59_000);
       expect(await store.bumpEpoch(LOGIN, 30 * DAY)).toBe(3);
@@ -160,7 +160,7 @@ describe.each(stores)('$name store: device epochs', (backend) => {
     it('an epoch without an expiry (written by hand) gets one when read', async () => {
       const { store, stored, pttl } = setup();
       await backend.client!.set(stored(LOGIN)!, '7');
-      expect(await store.readEpoch(LOGIN, 5_000)).toBe(7);
+      expect((await store.readEpoch(LOGIN, 5_000)).epoch).toBe(7);
       expect(await pttl(LOGIN)).toBeGreaterThan(4_000);
       expect(await pttl(LOGIN)).toBeLessThanOrEqual(5_000);
     });
@@ -173,7 +173,7 @@ describe.each(stores)('$name store: device epochs', (backend) => {
       for (let i = 0; i < 100 && (await backend.client!.exists(stored(LOGIN)!)) === 1; i++) {
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      expect(await store.readEpoch(LOGIN, DAY)).toBe(0);
+      expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(0);
       expect(await store.bumpEpoch(LOGIN, DAY)).toBe(1);
     });
 
@@ -222,7 +222,7 @@ describe('MemoryStore device epochs are bounded', () => {
     });
     expect(await store.bumpEpoch(LOGIN, DAY)).toBe(1);
     for (let i = 0; i < 100; i++) await limiter.consume(`ip:10.0.0.${i}`);
-    expect(await store.readEpoch(LOGIN, DAY)).toBe(1);
+    expect((await store.readEpoch(LOGIN, DAY)).epoch).toBe(1);
   });
 
   it('at most maxKeys epochs are kept: past it the ones used longest ago are forgotten', async () => {
@@ -263,11 +263,11 @@ describe('device epochs: MemoryStore and RedisStore agree', () => {
         for (const { kind, key, keepMs } of ops) {
           const onMemory =
             kind === 'read'
-              ? await memory.readEpoch(keys[key]!, keepMs)
+              ? (await memory.readEpoch(keys[key]!, keepMs)).epoch
               : await memory.bumpEpoch(keys[key]!, keepMs);
           const onRedis =
             kind === 'read'
-              ? await redis.readEpoch(keys[key]!, keepMs)
+              ? (await redis.readEpoch(keys[key]!, keepMs)).epoch
               : await redis.bumpEpoch(keys[key]!, keepMs);
           expect(onRedis).toBe(onMemory);
         }
@@ -276,7 +276,7 @@ describe('device epochs: MemoryStore and RedisStore agree', () => {
         for (const [i, key] of keys.entries()) {
           const ttl = ttls[i]!;
           if (ttl === -2) {
-            expect(await memory.readEpoch(key, 1)).toBe(0);
+            expect((await memory.readEpoch(key, 1)).epoch).toBe(0);
             continue;
           }
           expect(ttl).toBeGreaterThan(0);
@@ -291,9 +291,9 @@ describe('device epochs: MemoryStore and RedisStore agree', () => {
           // Alive at its expiry instant (that read keeps it 1 ms more), gone after.
           const at = clock.now;
           clock.now = at + expected;
-          expect(await memory.readEpoch(key, 1)).toBeGreaterThan(0);
+          expect((await memory.readEpoch(key, 1)).epoch).toBeGreaterThan(0);
           clock.now = at + expected + 2;
-          expect(await memory.readEpoch(key, 1)).toBe(0);
+          expect((await memory.readEpoch(key, 1)).epoch).toBe(0);
           clock.now = at;
         }
       }),

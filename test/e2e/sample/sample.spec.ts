@@ -56,6 +56,30 @@ describe.each(PLATFORMS)('the sample app on %s', (platform) => {
     expect((await signIn('grace@example.com', 'cobol forever')).status).toBe(429);
   });
 
+  it('sign-in: the owner with a device token gets in while an attacker from other addresses keeps the account locked for everyone else', async () => {
+    const first = await signIn(ADA.email, ADA.password);
+    expect(first.status).toBe(200);
+    const cookie = /^(redlimit_device=[^;]+);/.exec(first.headers.get('set-cookie') ?? '')?.[1];
+    expect(cookie).toBeDefined();
+    const from = (ip: string, password: string, headers: Record<string, string> = {}) =>
+      app.request('/auth/sign-in', {
+        method: 'POST',
+        headers: { 'x-forwarded-for': ip, ...headers },
+        body: { email: ADA.email, password },
+      });
+    for (let i = 1; i <= 5; i++) expect((await from(`203.0.113.${i}`, 'guess')).status).toBe(401);
+    expect((await from('203.0.113.6', 'guess')).status).toBe(429);
+    const owner = '198.51.100.7';
+    expect((await from(owner, ADA.password)).status).toBe(429); // no token: the account is locked
+    const trusted = await from(owner, ADA.password, { cookie: cookie! });
+    expect(trusted.status).toBe(200);
+    expect(trusted.headers.get('set-cookie')).toMatch(/^redlimit_device=v1\./);
+    // Still locked for everyone else, the owner's other browsers included.
+    expect((await from(owner, ADA.password)).status).toBe(429);
+    const forged = cookie!.slice(0, -1) + (cookie!.endsWith('A') ? 'B' : 'A');
+    expect((await from(owner, ADA.password, { cookie: forged })).status).toBe(429);
+  });
+
   it('reads REDLIMIT_KEY_SECRET: keys are HMACs with it; in production without it, a startup warning', async () => {
     const keySecret = () => app.logs.filter((line) => /warn: .*keySecret is not set/.test(line));
     expect(keySecret()).toEqual([]); // not production
