@@ -1,0 +1,183 @@
+/**
+ * Fixture: the sample's sign-in (fixed-window 5/15m per IP and per account, a right password
+ * refunded) with trusted devices on the account part, behind a proxy on the loopback (the client
+ * is named by X-Forwarded-For), a recovery route that trusts a device without a password (as a
+ * password-reset link would), and a session cookie of the app's own beside the device cookie.
+ */
+import {
+  BadRequestException,
+  Body,
+  Controller,
+  HttpCode,
+  Module,
+  Post,
+  Res,
+  type Type,
+  UnauthorizedException,
+} from '@nestjs/common';
+import { APP_GUARD } from '@nestjs/core';
+import {
+  Attempt,
+  type HttpResponseLike,
+  RedlimitDevices,
+  RedlimitGuard,
+  RedlimitModule,
+  type Store,
+} from '../../../lib/nest';
+
+export const ADA = { email: 'ada@example.com', password: 'correct horse battery staple' };
+export const GRACE = { email: 'grace@example.com', password: 'cobol forever' };
+const USERS: ReadonlyMap<string, string> = new Map([
+  [ADA.email, ADA.password],
+  [GRACE.email, GRACE.password],
+]);
+
+/** The module's keySecret, which also signs device tokens (no `devices.secret` of their own). */
+export const KEY_SECRET = 'devices e2e key secret, 16+ characters';
+/** Token lifetime: a week, in seconds (the cookie's Max-Age). */
+export const LIFETIME_S = 7 * 24 * 3600;
+/** Failures one device may make per token lifetime (small, so a spec reaches it). */
+export const MAX_FAILURES = 8;
+/** The sample's sign-in policy. */
+export const SIGN_IN_LIMIT = 5;
+export const SIGN_IN_WINDOW_MS = 15 * 60_000;
+
+/** The trusted-devices options of the contract (issue 27), as the module will take them. */
+export interface DevicesOptions {
+  readonly secret?: string;
+  readonly lifetime?: number | string;
+  readonly maxFailures?: number;
+  readonly cookie?:
+    | false
+    | {
+        readonly name?: string;
+        readonly path?: string;
+        readonly domain?: string;
+        readonly secure?: boolean;
+        readonly sameSite?: 'Strict' | 'Lax' | 'None';
+      };
+  readonly header?: string | false;
+}
+
+/** The devices options of these specs. */
+export const DEVICES: DevicesOptions = { lifetime: '7d', maxFailures: MAX_FAILURES };
+
+/** A clock the spec moves by hand (store windows, lockouts and device lifetimes follow it). */
+export class ManualClock {
+  constructor(public now: number) {}
+  readonly read = (): number => this.now;
+  advance(ms: number): void {
+    this.now += ms;
+  }
+}
+
+/** Express (`append`) and Fastify (`header`, which appends Set-Cookie) responses alike. */
+interface CookieResponse extends HttpResponseLike {
+  append?(name: string, value: string): unknown;
+}
+
+/** The app's own session cookie, set by the handler; the device cookie must not replace it. */
+function setSessionCookie(response: CookieResponse, user: string): void {
+  const cookie = `session=${encodeURIComponent(user)}; Path=/; HttpOnly`;
+  if (typeof response.append === 'function') response.append('Set-Cookie', cookie);
+  else response.header?.('set-cookie', cookie);
+}
+
+export interface DevicesAppOptions {
+  readonly store: Store;
+  /** The module's key prefix (the RedisStore's prefix too, when the store is one). */
+  readonly prefix: string;
+  readonly devices?: DevicesOptions;
+}
+
+export function devicesApp(options: DevicesAppOptions): Type {
+  @Controller('auth')
+  class AuthController {
+    constructor(private readonly devices: RedlimitDevices) {}
+
+    /** The sample's sign-in, with trusted devices on the account part. */
+    @Post('sign-in')
+    @HttpCode(200)
+    signIn(
+      @Body() body: { email?: string; password?: string },
+      @Attempt(['ip', 'body.email'], { policy: 'sign-in', devices: 'body.email' })
+      attempt: Attempt,
+      @Res({ passthrough: true }) response: CookieResponse,
+    ): { user: string } {
+      const user = String(body?.email ?? '')
+        .trim()
+        .toLowerCase();
+      if (USERS.get(user) !== String(body?.password ?? '')) {
+        throw new UnauthorizedException('Wrong email or password'); // the attempt keeps its cost
+      }
+      attempt.refund();
+      setSessionCookie(response, user);
+      return { user };
+    }
+
+    /**
+     * The same sign-in on a route that refunds everything but a wrong password (malformed requests
+     * cost nothing), as apps do with `refundOn`: a password that is not a string gets 400.
+     */
+    @Post('sign-in-lenient')
+    @HttpCode(200)
+    signInLenient(
+      @Body() body: { email?: unknown; password?: unknown },
+      @Attempt(['ip', 'body.email'], {
+        policy: 'sign-in',
+        devices: 'body.email',
+        refundOn: (outcome) =>
+          !(outcome.ok === false && outcome.error instanceof UnauthorizedException),
+      })
+      _attempt: Attempt,
+    ): { user: string } {
+      if (typeof body?.email !== 'string' || typeof body.password !== 'string') {
+        throw new BadRequestException('email and password must be strings');
+      }
+      const user = body.email.trim().toLowerCase();
+      if (USERS.get(user) !== body.password)
+        throw new UnauthorizedException('Wrong email or password');
+      return { user };
+    }
+
+    /**
+     * Stands in for a followed password-reset link: trusts the caller's device for the account
+     * (cookie on the response) and hands the token over for API clients.
+     */
+    @Post('recover')
+    @HttpCode(200)
+    async recover(
+      @Body() body: { email?: string },
+      @Res({ passthrough: true }) response: HttpResponseLike,
+    ): Promise<{ token: string }> {
+      const token = await this.devices.issue('email', String(body?.email ?? ''), response);
+      return { token };
+    }
+  }
+
+  @Module({
+    imports: [
+      RedlimitModule.forRoot({
+        store: options.store,
+        prefix: options.prefix,
+        keySecret: KEY_SECRET,
+        headers: 'ietf',
+        clientIp: { trustedProxies: ['loopback'] },
+        policies: {
+          'sign-in': {
+            algorithm: 'fixed-window',
+            limit: SIGN_IN_LIMIT,
+            window: SIGN_IN_WINDOW_MS,
+          },
+          api: { algorithm: 'sliding-window', limit: 100, window: '1m' },
+        },
+        defaultPolicy: 'api',
+        devices: options.devices ?? DEVICES,
+      }),
+    ],
+    controllers: [AuthController],
+    providers: [{ provide: APP_GUARD, useClass: RedlimitGuard }],
+  })
+  class DevicesAppModule {}
+  return DevicesAppModule;
+}
