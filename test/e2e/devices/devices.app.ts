@@ -18,6 +18,7 @@ import {
 import { APP_GUARD } from '@nestjs/core';
 import {
   Attempt,
+  type DevicesOptions,
   type HttpResponseLike,
   RedlimitDevices,
   RedlimitGuard,
@@ -41,23 +42,6 @@ export const MAX_FAILURES = 8;
 /** The sample's sign-in policy. */
 export const SIGN_IN_LIMIT = 5;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
-
-/** The trusted-devices options of the contract (issue 27), as the module will take them. */
-export interface DevicesOptions {
-  readonly secret?: string;
-  readonly lifetime?: number | string;
-  readonly maxFailures?: number;
-  readonly cookie?:
-    | false
-    | {
-        readonly name?: string;
-        readonly path?: string;
-        readonly domain?: string;
-        readonly secure?: boolean;
-        readonly sameSite?: 'Strict' | 'Lax' | 'None';
-      };
-  readonly header?: string | false;
-}
 
 /** The devices options of these specs. */
 export const DEVICES: DevicesOptions = { lifetime: '7d', maxFailures: MAX_FAILURES };
