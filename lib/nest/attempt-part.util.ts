@@ -182,3 +182,24 @@ function validName(name: unknown): name is string {
 function describe(value: unknown): string {
   return typeof value === 'function' ? 'a function' : (JSON.stringify(value) ?? String(value));
 }
+
+/** Parts that name the requester itself, never a login. */
+export const REQUESTER_PARTS: ReadonlySet<unknown> = new Set(['ip', 'apiKey', 'user']);
+
+/**
+ * The index of an `@Attempt`'s login part for trusted devices: the part `devices` names, or with
+ * `true` the one part that is not `'ip'`, `'apiKey'` or `'user'`.
+ *
+ * @throws TypeError when `devices` is true and there is no such part, or more than one
+ */
+export function loginPartOf(parts: readonly AttemptPart[], devices: true | string): number {
+  if (devices !== true) return parts.indexOf(devices);
+  const candidates = parts.flatMap((part, i) => (REQUESTER_PARTS.has(part) ? [] : [i]));
+  if (candidates.length !== 1) {
+    throw new TypeError(
+      `@Attempt() devices: true needs exactly one login part besides 'ip', 'apiKey' and 'user' ` +
+        `(found ${candidates.length}); name it instead: devices: 'body.email'`,
+    );
+  }
+  return candidates[0]!;
+}

@@ -1,7 +1,7 @@
 import { createParamDecorator, type ExecutionContext, UseInterceptors } from '@nestjs/common';
 import { AttemptDispatchInterceptor } from './attempt-dispatch.interceptor';
 import type { Attempt as CoreAttempt } from '../core/attempt';
-import { resolveAttemptPart } from './attempt-part.util';
+import { loginPartOf, REQUESTER_PARTS, resolveAttemptPart } from './attempt-part.util';
 import { scopedAttempt } from './attempt-scope.util';
 import { checkCostOption } from './request-cost.util';
 import { REDLIMIT_METADATA, REQUEST_ATTEMPT } from './redlimit.constants';
@@ -132,16 +132,20 @@ export function Attempt(
   };
 }
 
-/** `devices` names a login part given as a string, never the requester's own `ip` or `apiKey`. */
+/**
+ * `devices` is `true` (the login is the one part that is not the requester's own `ip`, `apiKey`
+ * or `user`) or names a login part as written; a fixed cost only.
+ */
 function checkDevicesOption(options: AttemptOptions, parts: readonly AttemptPart[]): void {
   const { devices } = options;
-  if (devices === undefined) return;
-  if (typeof devices !== 'string' || !parts.includes(devices)) {
+  if (devices === undefined || devices === false) return;
+  if (devices === true) {
+    loginPartOf(parts, true); // throws when there is not exactly one candidate
+  } else if (typeof devices !== 'string' || !parts.includes(devices)) {
     throw new TypeError(
-      `@Attempt() devices must name one of its parts as written (e.g. 'body.email'); got ${JSON.stringify(devices)}`,
+      `@Attempt() devices must be true or name one of its parts as written (e.g. 'body.email'); got ${JSON.stringify(devices)}`,
     );
-  }
-  if (devices === 'ip' || devices === 'apiKey') {
+  } else if (REQUESTER_PARTS.has(devices)) {
     throw new TypeError(`@Attempt() devices names the login part; '${devices}' is not a login`);
   }
   if (typeof options.cost === 'function') {

@@ -13,7 +13,7 @@ import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
 import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
-import { resolveAttemptPart } from './attempt-part.util';
+import { loginPartOf, resolveAttemptPart } from './attempt-part.util';
 import { UNKNOWN_CLIENT } from './client-ip.util';
 import { readContextField } from './context-field.util';
 import { contextInputRefusal, contextRefusal } from './context-refusal.util';
@@ -41,6 +41,8 @@ import {
 import { RedlimitHttp } from './redlimit-http.service';
 import { unchargedAttempt } from './uncharged-attempt.util';
 import { RedlimitDevices, type TrustedDevice } from './redlimit-devices.service';
+import type { EpochReading } from '../core/store';
+import { MISSING_VALUE } from './key-hash.util';
 
 /**
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
@@ -115,8 +117,9 @@ export class AttemptInterceptor implements NestInterceptor {
     let attempt: Attempt;
     let device: DeviceSpend | undefined;
     try {
-      if (metadata.devices === undefined) attempt = await limiter.begin(keys, { cost });
-      else
+      if (metadata.devices === undefined || metadata.devices === false) {
+        attempt = await limiter.begin(keys, { cost });
+      } else
         ({ attempt, device } = await this.spendWithDevice(context, metadata, limiter, keys, cost));
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
@@ -297,9 +300,12 @@ export class AttemptInterceptor implements NestInterceptor {
       if (!attempt.settled && !attempt.refunded && this.shouldRefund(context, metadata, outcome)) {
         attempt.refund();
       }
-      // Refunded: the login was proved, and the client gets (or renews) its device token.
-      const trust =
-        device !== undefined && attempt.refunded ? this.trustDevice(context, device) : undefined;
+      // Refunded by a handler that succeeded: the login was proved, and the client gets (or
+      // renews) its device token. A refund for any other reason (a malformed request let off,
+      // a handler that threw after refunding) proves nothing.
+      const proved =
+        attempt.refunded && outcome.ok && (outcome.status === undefined || outcome.status < 400);
+      const trust = device !== undefined && proved ? this.trustDevice(context, device) : undefined;
       await Promise.all([attempt.settle(), trust]);
     } catch (error) {
       this.onSettleError(error, attempt.decision);
@@ -307,12 +313,13 @@ export class AttemptInterceptor implements NestInterceptor {
   }
 
   /**
-   * Spends an `@Attempt(…, { devices })` call. With a token valid for the login (signed for it,
-   * unexpired, at the login's current device epoch) the login part's key is replaced by the
-   * device's, and the device's lifetime failure count is charged beside, in one decision;
-   * without one (or with a bad one: no different answer, whatever was wrong) the call is charged
-   * as any other. The epoch is read concurrently with the spend; a revoked token's spend is given
-   * back and the call charged as untrusted.
+   * Spends an `@Attempt(…, { devices })` call. With a token signed for the login, the login
+   * part's key is replaced by the device's and the device's lifetime failure count is charged
+   * beside, in one decision, while the login's device epoch and the store's clock are read (one
+   * more command in the same round trip on a pipelining client). The device is trusted if the
+   * token is unexpired on that clock and at that epoch; else what it spent goes back and the call
+   * is charged as any other, as it is without a token or with a bad one (no different answer,
+   * whatever was wrong).
    */
   private async spendWithDevice(
     context: ExecutionContext,
@@ -324,7 +331,7 @@ export class AttemptInterceptor implements NestInterceptor {
     const devices = this.devices;
     if (devices === undefined || !devices.enabled) {
       throw new Error(
-        `@Attempt(…, { devices: '${metadata.devices}' }) needs RedlimitModule's devices option` +
+        `@Attempt(…, { devices: ${JSON.stringify(metadata.devices)} }) needs RedlimitModule's devices option` +
           (devices === undefined
             ? ' (and a custom attemptInterceptor must pass RedlimitDevices to super())'
             : ''),
@@ -332,12 +339,13 @@ export class AttemptInterceptor implements NestInterceptor {
     }
     const request = contextRequest(context);
     if (request === undefined) return { attempt: await limiter.begin(keys, { cost }) };
-    const index = metadata.parts.indexOf(metadata.devices!);
-    const loginKey = keys[index]!;
-    const trusted = devices.recognise(loginKey, devices.presented(request));
+    const index = loginPartOf(metadata.parts, metadata.devices as true | string);
+    const partKey = keys[index]!;
+    const loginKey = devices.loginKeyOf(partKey);
+    const trusted = devices.recognise(request, partKey);
     if (trusted !== undefined) {
       const deviceKeys = keys.map((key, i) => (i === index ? trusted.key : key));
-      const [epoch, spent] = await Promise.all([
+      const [reading, spent] = await Promise.all([
         devices.epochOf(loginKey).catch(() => undefined),
         Limiter.beginAll([
           { limiter, keys: deviceKeys, ...(cost !== undefined && { cost }) },
@@ -347,11 +355,11 @@ export class AttemptInterceptor implements NestInterceptor {
           (error: unknown) => ({ error }),
         ),
       ]);
-      if (epoch === trusted.epoch) {
+      if (reading !== undefined && devices.live(trusted, reading)) {
         if ('error' in spent) throw spent.error;
-        return { attempt: spent.attempt, device: { loginKey, trusted } };
+        return { attempt: spent.attempt, device: { loginKey, trusted, reading } };
       }
-      // Revoked (or the epoch could not be read): not trusted; what the device spent goes back.
+      // Expired, revoked, or the epoch could not be read: not trusted; what it spent goes back.
       if ('attempt' in spent) {
         spent.attempt.refund();
         await spent.attempt.settle().catch((error: unknown) => {
@@ -365,26 +373,27 @@ export class AttemptInterceptor implements NestInterceptor {
   /**
    * Sets the device token on the response of a successful attempt: the presented device's,
    * renewed, or a new device's. Skipped when the response is already sent (a handler answering
-   * through `@Res()`: issue with `RedlimitDevices.issue` there) or the login part was missing.
+   * through `@Res()`: call `RedlimitDevices.trust` there) or the login part was missing.
    */
   private async trustDevice(context: ExecutionContext, device: DeviceSpend): Promise<void> {
     const devices = this.devices;
     const response = contextResponse(context);
     if (devices === undefined || response === undefined || responseSent(response)) return;
-    if (device.loginKey.endsWith(':-')) return;
-    const token = await devices.tokenFor(
-      device.loginKey,
-      device.trusted?.nonce,
-      device.trusted?.epoch,
-    );
+    if (device.loginKey === MISSING_VALUE) return;
+    const reading = device.reading ?? (await devices.epochOf(device.loginKey));
+    const token = devices.tokenFor(device.loginKey, device.trusted?.nonce, reading);
     if (!responseSent(response)) devices.setCookie(response, token);
   }
 }
 
-/** The login of an `@Attempt(…, { devices })` call, and the device it was charged to if trusted. */
+/**
+ * The login of an `@Attempt(…, { devices })` call, and, when trusted, the device it was charged
+ * to and the epoch reading that trusted it.
+ */
 interface DeviceSpend {
   readonly loginKey: string;
   readonly trusted?: TrustedDevice;
+  readonly reading?: EpochReading;
 }
 
 /** Whether the response's headers are gone (Express/Node `headersSent`, Fastify `sent`). */

@@ -14,13 +14,16 @@ export interface DeviceTokenFields {
   readonly expiresAt: number;
 }
 
-/** What binds a token: the secret, the module's key prefix and the login part's caller key. */
+/** What binds a token: the secret, the module's key prefix and the login. */
 export interface DeviceTokenBinding {
   /** The devices secret (the module's `devices.secret`, else its `keySecret`). */
   readonly secret: string;
   /** The module's key prefix: a token of another app with the same secret is not valid here. */
   readonly prefix: string;
-  /** The login part's caller key, e.g. `email:<hash>`. */
+  /**
+   * The login, as the hash of its normalised value that `@Attempt` keys carry (`email:<this>`):
+   * the same login whatever the part is named.
+   */
   readonly loginKey: string;
 }
 
@@ -50,14 +53,13 @@ export function signDeviceToken(fields: DeviceTokenBinding & DeviceTokenFields):
 }
 
 /**
- * The fields of `token` when it is a well-formed token of this binding, not expired at `now` (ms)
- * and not expiring later than `now + maxLifetimeMs` (a token from a longer lifetime setting, or
- * a far future, is not honoured); `undefined` for anything else, whatever was wrong — the caller
- * treats it as no token. The MAC is compared in constant time.
+ * The fields of `token` when it is a well-formed token of this binding (its MAC checks out, in
+ * constant time); `undefined` for anything else, whatever was wrong. Says nothing of expiry: see
+ * {@link deviceTokenLive}.
  */
-export function verifyDeviceToken(
+export function readDeviceToken(
   token: unknown,
-  binding: DeviceTokenBinding & { readonly now: number; readonly maxLifetimeMs: number },
+  binding: DeviceTokenBinding,
 ): DeviceTokenFields | undefined {
   if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) return undefined;
   const match = TOKEN.exec(token);
@@ -71,10 +73,33 @@ export function verifyDeviceToken(
   if (presented.length !== expected.length || !timingSafeEqual(presented, expected)) {
     return undefined;
   }
-  const nowSeconds = binding.now / 1000;
-  if (!(expiresAt > nowSeconds)) return undefined;
-  if (expiresAt > Math.ceil((binding.now + binding.maxLifetimeMs) / 1000)) return undefined;
   return { nonce, epoch, expiresAt };
+}
+
+/**
+ * Whether a token's expiry is still ahead at `now` (ms) and no further than `maxLifetimeMs` from
+ * it (a token from a longer lifetime setting, or a far future, is not honoured).
+ */
+export function deviceTokenLive(
+  fields: DeviceTokenFields,
+  now: number,
+  maxLifetimeMs: number,
+): boolean {
+  return (
+    fields.expiresAt > now / 1000 && fields.expiresAt <= Math.ceil((now + maxLifetimeMs) / 1000)
+  );
+}
+
+/**
+ * {@link readDeviceToken} and {@link deviceTokenLive} at once: the fields of a valid, unexpired
+ * token of this binding, else `undefined`.
+ */
+export function verifyDeviceToken(
+  token: unknown,
+  binding: DeviceTokenBinding & { readonly now: number; readonly maxLifetimeMs: number },
+): DeviceTokenFields | undefined {
+  const fields = readDeviceToken(token, binding);
+  return fields && deviceTokenLive(fields, binding.now, binding.maxLifetimeMs) ? fields : undefined;
 }
 
 /**

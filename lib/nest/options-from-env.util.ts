@@ -44,7 +44,7 @@ export type EnvSource =
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys, at least 16 characters; set but empty or blank is an error (never shown in errors) |
  * | `REDLIMIT_DEVICES_SECRET` | signs trusted-device tokens (`devices.secret`), at least 16 characters; turns `devices` on |
- * | `REDLIMIT_DEVICES_LIFETIME` | a device token's lifetime (`devices.lifetime`), e.g. `30d`; turns `devices` on |
+ * | `REDLIMIT_DEVICES_TTL` | how long a device token lasts (`devices.ttl`), e.g. `30d`; turns `devices` on |
  * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
  * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
  * | `REDLIMIT_SHADOW` | `true` or `false`: shadow mode for every policy that sets none |
@@ -207,23 +207,23 @@ export function redlimitOptionsFromEnv(
       'expected at least 16 characters',
     );
   }
-  const deviceLifetime = read('REDLIMIT_DEVICES_LIFETIME');
-  if (deviceLifetime !== undefined) {
+  const deviceTtl = read('REDLIMIT_DEVICES_TTL');
+  if (deviceTtl !== undefined) {
     try {
-      parseDuration(deviceLifetime, 'REDLIMIT_DEVICES_LIFETIME');
+      parseDuration(deviceTtl, 'REDLIMIT_DEVICES_TTL');
     } catch {
       throw new RedlimitConfigError(
-        'REDLIMIT_DEVICES_LIFETIME',
-        deviceLifetime,
+        'REDLIMIT_DEVICES_TTL',
+        deviceTtl,
         "expected a duration such as '30d' or '12h'",
       );
     }
   }
-  if (deviceSecret !== undefined || deviceLifetime !== undefined) {
+  if (deviceSecret !== undefined || deviceTtl !== undefined) {
     options.devices = {
       ...defaults.devices,
       ...(deviceSecret !== undefined && { secret: deviceSecret }),
-      ...(deviceLifetime !== undefined && { lifetime: deviceLifetime }),
+      ...(deviceTtl !== undefined && { ttl: deviceTtl }),
     };
   }
 

@@ -2,13 +2,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { parseDuration } from '../core/duration.util';
 import type { Limiter } from '../core/limiter';
 import { checkOptions } from '../core/options.util';
+import type { EpochReading } from '../core/store';
 import {
   deviceKey,
   type DeviceTokenBinding,
   type DeviceTokenFields,
+  deviceTokenLive,
   newDeviceNonce,
+  readDeviceToken,
   signDeviceToken,
-  verifyDeviceToken,
 } from './device-token.util';
 import type { HttpRequestLike, HttpResponseLike } from './http-request.util';
 import { MISSING_VALUE } from './key-hash.util';
@@ -24,7 +26,9 @@ const MIN_LIFETIME_MS = 60_000;
 const MAX_LIFETIME_MS = 366 * DAY_MS;
 /** A device's failures per lifetime sit in a sliding log: one entry each, so keep it modest. */
 const MAX_FAILURES = 10_000;
-const DEVICES_FIELDS: readonly string[] = ['secret', 'lifetime', 'maxFailures', 'cookie', 'header'];
+const DEVICES_FIELDS: readonly string[] = ['secret', 'ttl', 'maxFailures', 'cookie', 'header'];
+/** Tokens tried per request (a cookie set by a sibling subdomain may shadow the owner's). */
+const MAX_CANDIDATES = 8;
 const COOKIE_FIELDS: readonly string[] = ['name', 'path', 'domain', 'secure', 'sameSite'];
 /** RFC 6265 cookie-name (an RFC 7230 token) and the characters a path or domain may not hold. */
 const TOKEN_CHARS = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
@@ -36,13 +40,13 @@ interface CookieSettings {
   readonly attributes: string;
 }
 
-/** A token the request carries that is valid for the login: the device it names. */
+/** A token the request carries that is signed for the login: the device it names. */
 export interface TrustedDevice extends DeviceTokenFields {
   /** The caller key the device is charged under, `device:<hash>`. */
   readonly key: string;
 }
 
-/** Options of {@link RedlimitDevices.issue} and {@link RedlimitDevices.revokeAll}. */
+/** Options of {@link RedlimitDevices.trust} and {@link RedlimitDevices.revokeAll}. */
 export interface DeviceLoginOptions {
   /**
    * Normalise the login as `@Attempt` does by default (`true`); `false` for a part declared with
@@ -55,9 +59,11 @@ export interface DeviceLoginOptions {
  * Trusted devices (OWASP "device cookies"), the module's `devices` option: a sign-in that
  * succeeds from a browser or client gets a device token, and later attempts that carry it for the
  * same login are charged to that device's own budget instead of the account's, so nobody can keep
- * the owner out by failing on purpose. `@Attempt(parts, { devices: 'body.email' })` does it on a
- * route; this service issues tokens from other flows (password reset, magic link) and revokes
- * them all (password change, "sign out everywhere").
+ * the owner out by failing on purpose. `@Attempt(parts, { devices: true })` does it on a route;
+ * this service trusts a device from other flows (password reset, magic link) and revokes every
+ * device of a login (password change, "sign out everywhere"). Tokens bind the normalised login
+ * (as `@Attempt` keys hash it), expire on the store's clock and are revoked through a per-login
+ * epoch in the store.
  *
  * @example
  * ```ts
@@ -65,7 +71,7 @@ export interface DeviceLoginOptions {
  *
  * async changePassword(email: string) {
  *   // …
- *   await this.devices.revokeAll('email', email); // every device of this login is untrusted again
+ *   await this.devices.revokeAll(email); // every device of this login is untrusted again
  * }
  * ```
  */
@@ -73,14 +79,15 @@ export interface DeviceLoginOptions {
 export class RedlimitDevices {
   /** Whether the module's `devices` option is set. */
   readonly enabled: boolean;
-  /** How long a token is valid, in ms. */
-  readonly lifetimeMs: number;
+  /** How long a token is valid, in ms (the `ttl` option). */
+  readonly ttlMs: number;
   private readonly secret: string;
   private readonly prefix: string;
   private readonly maxFailures: number | undefined;
   private readonly cookie: CookieSettings | undefined;
   private readonly header: string | undefined;
   private readonly lifeLimiters = new Map<string, Limiter>();
+  private readonly timeoutMs: number;
 
   constructor(
     @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
@@ -92,7 +99,8 @@ export class RedlimitDevices {
     this.enabled = devices !== undefined;
     this.prefix = options.prefix ?? DEFAULT_PREFIX;
     this.secret = '';
-    this.lifetimeMs = DEFAULT_LIFETIME_MS;
+    this.ttlMs = DEFAULT_LIFETIME_MS;
+    this.timeoutMs = options.timeoutMs ?? 1000;
     if (devices === undefined) return;
     checkOptions(devices, DEVICES_FIELDS, 'RedlimitModule devices');
     const secret: unknown = devices.secret ?? options.keySecret;
@@ -104,14 +112,14 @@ export class RedlimitDevices {
       );
     }
     this.secret = secret;
-    if (devices.lifetime !== undefined) {
-      const ms = parseDuration(devices.lifetime, 'devices.lifetime');
+    if (devices.ttl !== undefined) {
+      const ms = parseDuration(devices.ttl, 'devices.ttl');
       if (ms < MIN_LIFETIME_MS || ms > MAX_LIFETIME_MS) {
         throw new RangeError(
-          `RedlimitModule devices.lifetime must be from 1 minute to 366 days; got ${ms} ms`,
+          `RedlimitModule devices.ttl must be from 1 minute to 366 days; got ${ms} ms`,
         );
       }
-      this.lifetimeMs = ms;
+      this.ttlMs = ms;
     }
     const { maxFailures } = devices;
     if (
@@ -124,7 +132,7 @@ export class RedlimitDevices {
       );
     }
     this.maxFailures = maxFailures;
-    this.cookie = cookieSettings(devices.cookie, this.lifetimeMs);
+    this.cookie = cookieSettings(devices.cookie, this.ttlMs);
     const header = devices.header ?? 'redlimit-device';
     if (header !== false && (typeof header !== 'string' || !TOKEN_CHARS.test(header))) {
       throw new TypeError(
@@ -140,22 +148,23 @@ export class RedlimitDevices {
   }
 
   /**
-   * Issues a device token for a login outside a sign-in, e.g. at the end of a password reset or a
-   * magic-link sign-in (the owner locked out by an attack, with no token yet), and, given the
-   * HTTP response, sets it as the device cookie. `part` is the login part's key name as
-   * `@Attempt` names it: `'email'` for `'body.email'`.
+   * Trusts the client as a device of `login` outside a sign-in attempt, e.g. at the end of a
+   * password reset or a magic-link sign-in (an owner locked out by an attack has no token yet):
+   * issues a device token and, given the HTTP response, sets it as the device cookie. `login` is
+   * the value the sign-in's login part reads (an email), normalised as `@Attempt` does unless
+   * `normalize: false`.
    *
-   * @returns the token (for API clients that keep it and send it in the `devices.header` header)
-   * @throws Error when the module has no `devices` option; TypeError for an empty login
+   * @returns the token (API clients keep it and send it in the `devices.header` header)
+   * @throws Error when the module has no `devices` option, or the store fails; TypeError for an
+   *   empty login
    */
-  async issue(
-    part: string,
+  async trust(
+    response: HttpResponseLike | undefined,
     login: string,
-    response?: HttpResponseLike,
     options: DeviceLoginOptions = {},
   ): Promise<string> {
-    const loginKey = this.loginKey(part, login, options, 'issue');
-    const token = await this.tokenFor(loginKey, undefined);
+    const loginKey = this.loginOf(login, options, 'trust');
+    const token = this.tokenFor(loginKey, undefined, await this.epochOf(loginKey));
     if (response !== undefined) this.setCookie(response, token);
     return token;
   }
@@ -164,80 +173,81 @@ export class RedlimitDevices {
    * Revokes every device token of a login at once (password change, "sign out everywhere"): its
    * device epoch in the store goes up, and tokens issued before count as no token.
    *
-   * @throws Error when the module has no `devices` option or the store cannot keep epochs
+   * @throws Error when the module has no `devices` option or the store fails
    */
-  async revokeAll(part: string, login: string, options: DeviceLoginOptions = {}): Promise<void> {
-    const loginKey = this.loginKey(part, login, options, 'revokeAll');
+  async revokeAll(login: string, options: DeviceLoginOptions = {}): Promise<void> {
+    const loginKey = this.loginOf(login, options, 'revokeAll');
     const store = this.connection.store;
     if (typeof store.bumpEpoch !== 'function') {
       throw new Error(
         'redlimit devices: the module store has no bumpEpoch(); tokens cannot be revoked',
       );
     }
-    await store.bumpEpoch(epochKey(loginKey), this.lifetimeMs);
+    await store.bumpEpoch(deviceEpochKey(loginKey), this.ttlMs);
   }
 
   /**
-   * The token the request carries: the `devices.header` header, else the device cookie (the
-   * first cookie of that name); `undefined` for none.
+   * The device a request's token names for a login, when one of the tokens it carries (the
+   * `devices.header` header, then every cookie of the device cookie's name, at most 8 in all) is
+   * signed for that login. Its expiry and epoch are still to be checked against the store
+   * ({@link live}). `partKey` is the login part's caller key (`email:<hash>`); a missing login
+   * (`email:-`) has no devices.
    *
    * @internal
    */
-  presented(request: HttpRequestLike | undefined): string | undefined {
-    if (request === undefined) return undefined;
-    const headers = request.headers ?? {};
-    if (this.header !== undefined) {
-      const value = headers[this.header];
-      const first = Array.isArray(value) ? value[0] : value;
-      if (typeof first === 'string' && first !== '') return first.trim();
+  recognise(request: HttpRequestLike | undefined, partKey: string): TrustedDevice | undefined {
+    if (request === undefined || partKey.endsWith(`:${MISSING_VALUE}`)) return undefined;
+    const binding = this.binding(loginOfKey(partKey));
+    for (const token of this.candidates(request)) {
+      const fields = readDeviceToken(token, binding);
+      if (fields !== undefined) return { ...fields, key: deviceKey(binding, fields.nonce) };
     }
-    if (this.cookie !== undefined) return cookieValue(headers.cookie, this.cookie.name);
     return undefined;
   }
 
   /**
-   * The device `token` names when it is valid for `loginKey` (signed with this secret for this
-   * prefix and login, unexpired); its epoch is still to be checked against the store.
+   * Whether a recognised device is trusted now: unexpired on the store's clock, at the login's
+   * current epoch.
    *
    * @internal
    */
-  recognise(loginKey: string, token: string | undefined): TrustedDevice | undefined {
-    if (token === undefined || loginKey.endsWith(`:${MISSING_VALUE}`)) return undefined;
-    const binding = this.binding(loginKey);
-    const fields = verifyDeviceToken(token, {
-      ...binding,
-      now: Date.now(),
-      maxLifetimeMs: this.lifetimeMs,
-    });
-    return fields && { ...fields, key: deviceKey(binding, fields.nonce) };
+  live(device: TrustedDevice, reading: EpochReading): boolean {
+    return device.epoch === reading.epoch && deviceTokenLive(device, reading.now, this.ttlMs);
   }
 
   /**
-   * The login's device epoch (0 when never revoked), keeping it stored for another lifetime.
+   * The login's device epoch (0 when never revoked) and the store's clock, keeping the epoch
+   * stored for another `ttl`; rejects when the store fails or does not answer within the
+   * module's `timeoutMs`.
    *
    * @internal
    */
-  async epochOf(loginKey: string): Promise<number> {
+  async epochOf(loginKey: string): Promise<EpochReading> {
     const store = this.connection.store;
     if (typeof store.readEpoch !== 'function') {
       throw new Error('redlimit devices: the module store has no readEpoch()');
     }
-    return store.readEpoch(epochKey(loginKey), this.lifetimeMs);
+    return withTimeout(store.readEpoch(deviceEpochKey(loginKey), this.ttlMs), this.timeoutMs);
   }
 
   /**
-   * A token for the login: for the device `nonce` (a renewal) or a new device, at the login's
-   * current epoch (read from the store unless `epoch` is given), valid for the lifetime from now.
+   * A token for the login: for the device `nonce` (a renewal) or a new device, at the epoch read,
+   * valid for `ttl` from the store's clock at that reading.
    *
    * @internal
    */
-  async tokenFor(loginKey: string, nonce: string | undefined, epoch?: number): Promise<string> {
+  tokenFor(loginKey: string, nonce: string | undefined, reading: EpochReading): string {
     return signDeviceToken({
       ...this.binding(loginKey),
       nonce: nonce ?? newDeviceNonce(),
-      epoch: epoch ?? (await this.epochOf(loginKey)),
-      expiresAt: Math.floor((Date.now() + this.lifetimeMs) / 1000),
+      epoch: reading.epoch,
+      expiresAt: Math.floor((reading.now + this.ttlMs) / 1000),
     });
+  }
+
+  /** The login a part key names: its hash, whatever the part is called. @internal */
+  loginKeyOf(partKey: string): string {
+    return loginOfKey(partKey);
   }
 
   /**
@@ -266,7 +276,7 @@ export class RedlimitDevices {
         name,
         algorithm: 'sliding-log',
         limit: this.maxFailures ?? Math.min(10 * smallest, MAX_FAILURES),
-        window: this.lifetimeMs,
+        window: this.ttlMs,
         ...(policy.policy.failMode !== undefined && { failMode: policy.policy.failMode }),
         ...(policy.policy.shadow !== undefined && { shadow: policy.policy.shadow }),
       });
@@ -279,36 +289,60 @@ export class RedlimitDevices {
     return { secret: this.secret, prefix: this.prefix, loginKey };
   }
 
-  private loginKey(
-    part: string,
-    login: string,
-    options: DeviceLoginOptions,
-    method: string,
-  ): string {
+  /** Header first, then every cookie of the name: at most {@link MAX_CANDIDATES} tokens. */
+  private candidates(request: HttpRequestLike): string[] {
+    const headers = request.headers ?? {};
+    const found: string[] = [];
+    if (this.header !== undefined) {
+      const value = headers[this.header];
+      for (const line of Array.isArray(value) ? value : value === undefined ? [] : [value]) {
+        if (line.trim() !== '') found.push(line.trim());
+      }
+    }
+    if (this.cookie !== undefined) found.push(...cookieValues(headers.cookie, this.cookie.name));
+    return found.slice(0, MAX_CANDIDATES);
+  }
+
+  private loginOf(login: string, options: DeviceLoginOptions, method: string): string {
     if (!this.enabled) {
       throw new Error(
         `RedlimitDevices.${method}(): set the devices option of RedlimitModule first`,
-      );
-    }
-    if (typeof part !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(part)) {
-      throw new TypeError(
-        `RedlimitDevices.${method}(): part must be a part's key name such as 'email'; got ${JSON.stringify(part)}`,
       );
     }
     if (typeof login !== 'string') {
       throw new TypeError(`RedlimitDevices.${method}(): login must be a string`);
     }
     checkOptions(options, ['normalize'], `RedlimitDevices.${method}() options`);
-    const key = this.http.attemptKey(part, login, { normalize: options.normalize ?? true });
+    const key = this.http.attemptKey('login', login, { normalize: options.normalize ?? true });
     if (key.endsWith(`:${MISSING_VALUE}`)) {
       throw new TypeError(`RedlimitDevices.${method}(): login is empty`);
     }
-    return key;
+    return loginOfKey(key);
   }
 }
 
-/** Where a login's device epoch is stored (under the store's prefix). */
-function epochKey(loginKey: string): string {
+/** The login of a part key (`email:<hash>` → `<hash>`): the same login under any part name. */
+function loginOfKey(partKey: string): string {
+  return partKey.slice(partKey.indexOf(':') + 1);
+}
+
+/** Rejects after `ms` unless `promise` settled first. */
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Where a login's device epoch is stored (under the store's prefix): `devices:<login hash>`.
+ *
+ * @example
+ * await store.bumpEpoch(deviceEpochKey(attemptKey('email', email, keySecret).split(':')[1]!), ttlMs);
+ */
+export function deviceEpochKey(loginKey: string): string {
   return `devices:${loginKey}`;
 }
 
@@ -361,10 +395,11 @@ function cookieSettings(
   return { name, attributes };
 }
 
-/** The first cookie named `name` in a `Cookie` header (quotes around the value removed). */
-function cookieValue(header: string | string[] | undefined, name: string): string | undefined {
+/** Every value of the cookies named `name` in a `Cookie` header (quotes removed), in order. */
+function cookieValues(header: string | string[] | undefined, name: string): string[] {
   const text = Array.isArray(header) ? header.join('; ') : header;
-  if (typeof text !== 'string' || text.length > 16_384) return undefined;
+  if (typeof text !== 'string') return [];
+  const values: string[] = [];
   for (const pair of text.split(';')) {
     const at = pair.indexOf('=');
     if (at < 0 || pair.slice(0, at).trim() !== name) continue;
@@ -372,9 +407,10 @@ function cookieValue(header: string | string[] | undefined, name: string): strin
     if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) {
       value = value.slice(1, -1);
     }
-    return value === '' ? undefined : value;
+    if (value !== '') values.push(value);
+    if (values.length === MAX_CANDIDATES) break;
   }
-  return undefined;
+  return values;
 }
 
 /** Adds a `Set-Cookie` line without replacing others (Express `append`, Fastify `header`, Node). */

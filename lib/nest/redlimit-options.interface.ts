@@ -173,7 +173,7 @@ export interface AccessListOptions {
  * out. See {@link RedlimitDevices}.
  *
  * @example
- * RedlimitModule.forRoot({ keySecret: process.env.REDLIMIT_KEY_SECRET, devices: { lifetime: '90d' } });
+ * RedlimitModule.forRoot({ keySecret: process.env.REDLIMIT_KEY_SECRET, devices: { ttl: '90d' } });
  */
 export interface DevicesOptions {
   /**
@@ -181,8 +181,11 @@ export interface DevicesOptions {
    * `keySecret`; one of them is required. Changing it voids every token issued.
    */
   readonly secret?: string;
-  /** How long a token is valid (and the cookie kept): 1 minute to 366 days. Default `'30d'`. */
-  readonly lifetime?: number | string;
+  /**
+   * How long a token is valid (and the cookie kept), on the store's clock: 1 minute to 366 days.
+   * Default `'30d'`.
+   */
+  readonly ttl?: number | string;
   /**
    * Failures one device may make per token lifetime before it stays refused until its token
    * expires (besides the policy's own limits and lockouts, which apply to each device): a
@@ -192,9 +195,9 @@ export interface DevicesOptions {
   readonly maxFailures?: number;
   /**
    * The cookie the token is set in on a successful sign-in, or `false` for none (API clients
-   * then get the token from {@link RedlimitDevices.issue} only). Defaults: name
+   * then get the token from {@link RedlimitDevices.trust} only). Defaults: name
    * `'redlimit_device'`, path `'/'`, `secure: true`, `sameSite: 'Lax'`; always `HttpOnly`, with
-   * `Max-Age` the lifetime.
+   * `Max-Age` the `ttl`.
    */
   readonly cookie?:
     | false

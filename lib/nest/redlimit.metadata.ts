@@ -160,13 +160,14 @@ export interface AttemptOptions {
    */
   readonly headers?: 'requester' | 'all';
   /**
-   * Trusted devices (the module's `devices` option): names the login part, one of `parts` as
-   * written (`'body.email'`). A successful attempt (refunded) gets a device token; an attempt that
-   * carries a valid token for the same login is charged to that device's budget instead of the
-   * login's, so failures by others cannot lock the owner out. HTTP only (GraphQL over HTTP
-   * included); elsewhere attempts are charged as without it.
+   * Trusted devices (the module's `devices` option): `true`, the login being the one part that is
+   * not `'ip'`, `'apiKey'` or `'user'`, or the login part named as written (`'body.email'`). An
+   * attempt refunded by a handler that succeeded gets a device token; one that carries a valid
+   * token for the same login is charged to that device's budget instead of the login's, so
+   * failures by others cannot lock the owner out. HTTP only (GraphQL over HTTP included);
+   * elsewhere attempts are charged as without it.
    */
-  readonly devices?: string;
+  readonly devices?: boolean | string;
 }
 
 /** What `@Attempt` records on a handler. */

@@ -50,7 +50,8 @@ describe.each(stores)('$name store: device epochs', (backend) => {
     for (const [i, key] of keys.entries()) {
       for (let n = 0; n <= i; n++) await store.bumpEpoch(key, DAY);
     }
-    for (const [i, key] of keys.entries()) expect((await store.readEpoch(key, DAY)).epoch).toBe(i + 1);
+    for (const [i, key] of keys.entries())
+      expect((await store.readEpoch(key, DAY)).epoch).toBe(i + 1);
     if (store instanceof RedisStore) {
       // Stored names stay bounded whatever the key's length (a long key is stored as its hash).
       const names = await backend.keys!(`${store.prefix}epoch:*`);
@@ -229,7 +230,7 @@ describe('MemoryStore device epochs are bounded', () => {
     const store = new MemoryStore({ maxKeys: 100 });
     for (let i = 0; i < 150; i++) await store.bumpEpoch(`email:${i}`, DAY);
     const kept = await Promise.all(
-      Array.from({ length: 150 }, (_, i) => store.readEpoch(`email:${i}`, DAY)),
+      Array.from({ length: 150 }, async (_, i) => (await store.readEpoch(`email:${i}`, DAY)).epoch),
     );
     expect(kept.filter((epoch) => epoch === 1).length).toBeLessThanOrEqual(100);
     expect(kept[149]).toBe(1); // the latest are kept

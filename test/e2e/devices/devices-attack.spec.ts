@@ -152,7 +152,9 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       return app.request('/auth/sign-in', { method: 'POST', headers, body: { email, password } });
     };
     const devices = () => app.app.get(RedlimitDevices);
-    const loginKey = (email: string) => attemptKey('email', email, KEY_SECRET);
+    const partKey = (email: string) => attemptKey('email', email, KEY_SECRET);
+    // Tokens bind the login (the hash of its normalised value), whatever the part is named.
+    const loginKey = (email: string) => partKey(email).slice('email:'.length);
     const nowS = () => Math.floor(clock.now / 1000);
 
     /** The owner signs in from home, before any attack: the device token they hold from then on. */
@@ -329,7 +331,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       );
 
       const registry = app.app.get(LimiterRegistry);
-      const resetAccount = () => registry.get('sign-in').reset([loginKey(ADA.email)]);
+      const resetAccount = () => registry.get('sign-in').reset([partKey(ADA.email)]);
       for (const [label, carry] of carries) {
         // Open account, wrong password: 401, charged to the account as without a token.
         const wrong = await expectSameAsNoToken(
@@ -372,7 +374,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       ).toBe(200);
     });
 
-    it('revokeAll: every token of the login is no token at once, other logins keep theirs; issue() (recovery) trusts a device again', async () => {
+    it('revokeAll: every token of the login is no token at once, other logins keep theirs; trust() (recovery) trusts a device again', async () => {
       const laptop = await ownerToken();
       const phone = await ownerToken();
       expect(segments(phone)[1]).not.toBe(segments(laptop)[1]);
@@ -381,7 +383,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       await lockAccount(GRACE.email);
       expect((await signIn(ADA.email, ADA.password, OWNER_IP, { token: laptop })).status).toBe(200);
 
-      await devices().revokeAll('email', ADA.email);
+      await devices().revokeAll(ADA.email);
       for (const [label, carry] of [
         ['laptop', { token: laptop }],
         ['phone', { token: phone, via: 'header' }],
@@ -421,8 +423,8 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
         (await signIn(ADA.email, ADA.password, fresh(), { token: issued, via: 'header' })).status,
       ).toBe(200);
 
-      // issue() without a response: the token alone, for an API client's header.
-      const apiToken = await devices().issue('email', ADA.email);
+      // trust() without a response: the token alone, for an API client's header.
+      const apiToken = await devices().trust(undefined, ADA.email);
       expect(
         (await signIn(ADA.email, ADA.password, fresh(), { token: apiToken, via: 'header' })).status,
       ).toBe(200);
@@ -528,7 +530,8 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       const minted: Response[] = [];
       for (let round = 0; round < 3; round++) {
         const response = await mint();
-        expect(response.status).toBe(400);
+        // 400 while the account has budget; 429 once the guesses spent it (no device was minted).
+        expect([400, 429]).toContain(response.status);
         minted.push(response);
         const cookies = response.headers.getSetCookie().map((cookie) => cookie.split(';')[0]!);
         for (let i = 0; i < SIGN_IN_LIMIT; i++) {
@@ -563,7 +566,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
         const store = new MemoryStore({ clock: clock.read, maxKeys: 200 });
         running = app = await startApp(devicesApp({ store, prefix }), platform);
         const stolen = await ownerToken();
-        await devices().revokeAll('email', ADA.email);
+        await devices().revokeAll(ADA.email);
         await lockAccount(ADA.email);
         // 300 sign-ins for accounts that do not exist, each from its own address: 600+ new keys.
         for (let i = 0; i < 300; i++) await signIn(`nobody${i}@example.com`, 'guess', fresh());

@@ -44,7 +44,7 @@ export const SIGN_IN_LIMIT = 5;
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
 
 /** The devices options of these specs. */
-export const DEVICES: DevicesOptions = { lifetime: '7d', maxFailures: MAX_FAILURES };
+export const DEVICES: DevicesOptions = { ttl: '7d', maxFailures: MAX_FAILURES };
 
 /** A clock the spec moves by hand (store windows, lockouts and device lifetimes follow it). */
 export class ManualClock {
@@ -134,7 +134,7 @@ export function devicesApp(options: DevicesAppOptions): Type {
       @Body() body: { email?: string },
       @Res({ passthrough: true }) response: HttpResponseLike,
     ): Promise<{ token: string }> {
-      const token = await this.devices.issue('email', String(body?.email ?? ''), response);
+      const token = await this.devices.trust(response, String(body?.email ?? ''));
       return { token };
     }
   }
