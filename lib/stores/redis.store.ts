@@ -294,7 +294,9 @@ export class RedisStore implements Store {
     const reply = await this.epoch('epoch/read', key, keepMs);
     const [epoch, now] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (!isEpoch(epoch) || typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
-      throw new TypeError(`redlimit: epoch/read answered ${String(reply)}, not an epoch and a time`);
+      throw new TypeError(
+        `redlimit: epoch/read answered ${String(reply)}, not an epoch and a time`,
+      );
     }
     return { epoch, now };
   }
