@@ -170,43 +170,21 @@ export function redlimitOptionsFromEnv(
     options.clientIp = clientIp;
   }
 
-  const secret = read('REDLIMIT_KEY_SECRET');
-  // Empty means unset for every other variable; a secret set to '' or blanks is a mistake that
-  // would silently leave keys unkeyed (plain SHA-256): refused, as the module option is.
-  if (secret === undefined && isBlankString(rawValue(source, 'REDLIMIT_KEY_SECRET'))) {
-    throw new RedlimitConfigError(
-      'REDLIMIT_KEY_SECRET',
-      '***',
-      'it is set but empty or blank; unset it to go without a secret, or give at least 16 characters',
-    );
-  }
-  if (secret !== undefined) {
-    if (secret.length < 16) {
-      throw new RedlimitConfigError(
-        'REDLIMIT_KEY_SECRET',
-        '***',
-        'expected at least 16 characters',
-      );
-    }
-    options.keySecret = secret;
-  }
+  const secret = secretVariable(
+    source,
+    read,
+    'REDLIMIT_KEY_SECRET',
+    'unset it to go without a secret, or give at least 16 characters',
+  );
+  if (secret !== undefined) options.keySecret = secret;
 
   // Trusted devices: either variable turns them on (the secret defaults to the key secret).
-  const deviceSecret = read('REDLIMIT_DEVICES_SECRET');
-  if (deviceSecret === undefined && isBlankString(rawValue(source, 'REDLIMIT_DEVICES_SECRET'))) {
-    throw new RedlimitConfigError(
-      'REDLIMIT_DEVICES_SECRET',
-      '***',
-      'it is set but empty or blank; unset it to sign device tokens with the key secret',
-    );
-  }
-  if (deviceSecret !== undefined && deviceSecret.length < 16) {
-    throw new RedlimitConfigError(
-      'REDLIMIT_DEVICES_SECRET',
-      '***',
-      'expected at least 16 characters',
-    );
-  }
+  const deviceSecret = secretVariable(
+    source,
+    read,
+    'REDLIMIT_DEVICES_SECRET',
+    'unset it to sign device tokens with the key secret',
+  );
   const deviceTtl = read('REDLIMIT_DEVICES_TTL');
   if (deviceTtl !== undefined) {
     try {
@@ -375,4 +353,25 @@ function validateClientIp(variable: string, value: string, options: ClientIpOpti
   } catch (error) {
     throw new RedlimitConfigError(variable, value, (error as Error).message);
   }
+}
+
+/**
+ * A secret variable: at least 16 characters (never shown in errors). Empty means unset for every
+ * other variable; a secret set to '' or blanks is a mistake that would silently go without it
+ * (plain SHA-256 keys, tokens signed with another secret): refused, as the module option is.
+ */
+function secretVariable(
+  source: EnvSource,
+  read: (name: string) => string | undefined,
+  name: string,
+  blankAdvice: string,
+): string | undefined {
+  const secret = read(name);
+  if (secret === undefined && isBlankString(rawValue(source, name))) {
+    throw new RedlimitConfigError(name, '***', `it is set but empty or blank; ${blankAdvice}`);
+  }
+  if (secret !== undefined && secret.length < 16) {
+    throw new RedlimitConfigError(name, '***', 'expected at least 16 characters');
+  }
+  return secret;
 }

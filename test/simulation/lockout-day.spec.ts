@@ -18,6 +18,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { PolicyDefinition } from '../../lib/nest';
+import { seededRandom } from '../../bench/support/stats.util';
 import { type RunningApp, startApp } from '../e2e/support/app';
 import { lockoutDayApp, OWNER } from './lockout-day.app';
 
@@ -85,18 +86,6 @@ interface Figures {
   readonly withoutToken: Tally;
 }
 
-/** A small seeded PRNG (mulberry32): the same day every run. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function tally(): Tally {
   return { tries: 0, successes: 0, statuses: {} };
 }
@@ -161,7 +150,7 @@ async function simulate(spec: Case): Promise<Figures> {
     };
     const end = start + DAY;
 
-    const random = prng(27);
+    const random = seededRandom(27);
     for (let slot = start; slot < end; slot += SLOT) {
       schedule(slot + Math.floor(random() * SLOT), owner);
     }
