@@ -115,6 +115,19 @@ export function graphqlApp(client: Redis, prefix: string, calls: Calls, platform
       return true;
     }
 
+    /** Trusted devices: a success sets the device cookie on the HTTP response behind the call. */
+    @Mutation(() => Boolean)
+    signInFromDevice(
+      @Args('email') _email: string,
+      @Args('password') password: string,
+      @Attempt('email', { policy: 'login', devices: true }) attempt: Attempt,
+    ): boolean {
+      calls.count++;
+      if (password !== PASSWORD) throw new GraphQLError('Wrong email or password');
+      attempt.refund();
+      return true;
+    }
+
     /** The email sits inside an input object. */
     @Mutation(() => Boolean)
     signInWithInput(
@@ -133,6 +146,7 @@ export function graphqlApp(client: Redis, prefix: string, calls: Calls, platform
       RedlimitModule.forRoot({
         redis: { client },
         prefix,
+        devices: { secret: 'graphql device secret, 32 chars' },
         policies: {
           two: { algorithm: 'fixed-window', limit: 2, window: '1h' },
           login: { algorithm: 'fixed-window', limit: 2, window: '1h' },

@@ -57,6 +57,42 @@ describe.each(PLATFORMS)('GraphQL resolvers (Apollo) on %s', (platform) => {
   });
   afterEach(() => app.close());
 
+  it('trusted devices over GraphQL: a sign-in sets the device cookie; with it the owner gets in while the account is locked for others', async () => {
+    const signInFromDevice = (
+      email: string,
+      password: string,
+      headers: Record<string, string> = {},
+    ) =>
+      gql(
+        'mutation ($e: String!, $p: String!) { signInFromDevice(email: $e, password: $p) }',
+        { e: email, p: password },
+        headers,
+      );
+    const first = await signInFromDevice('ada@example.com', PASSWORD);
+    expect(first.body.data).toEqual({ signInFromDevice: true });
+    const cookie = /^(redlimit_device=[^;]+);/.exec(
+      first.response.headers.get('set-cookie') ?? '',
+    )?.[1];
+    expect(cookie).toBeDefined();
+    for (let i = 0; i < 2; i++) {
+      expect((await signInFromDevice('ada@example.com', 'guess')).body.errors?.[0]?.message).toBe(
+        'Wrong email or password',
+      );
+    }
+    expect(codeOf((await signInFromDevice('ada@example.com', PASSWORD)).body)).toBe('RATE_LIMITED');
+    const trusted = await signInFromDevice('ada@example.com', PASSWORD, { cookie: cookie! });
+    expect(trusted.body.data).toEqual({ signInFromDevice: true });
+    const header = await signInFromDevice('ada@example.com', PASSWORD, {
+      'redlimit-device': cookie!.slice('redlimit_device='.length),
+    });
+    expect(header.body.data).toEqual({ signInFromDevice: true });
+    // Another login's account, with Ada's token: no token at all.
+    for (let i = 0; i < 2; i++) await signInFromDevice('grace@example.com', 'guess');
+    expect(
+      codeOf((await signInFromDevice('grace@example.com', PASSWORD, { cookie: cookie! })).body),
+    ).toBe('RATE_LIMITED');
+  });
+
   it('@Throttle limit 2: the third query is refused with RATE_LIMITED and retryAfterMs, and the resolver never runs', async () => {
     const first = await gql('{ ping }');
     expect(first.body).toEqual({ data: { ping: 'pong' } });
