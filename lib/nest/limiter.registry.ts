@@ -60,6 +60,7 @@ export class LimiterRegistry {
       ...(options.failureRetryAfterMs !== undefined && {
         failureRetryAfterMs: options.failureRetryAfterMs,
       }),
+      ...(options.receiptSecret !== undefined && { receiptSecret: options.receiptSecret }),
       onStoreFailure:
         options.onStoreFailure ?? ((failure, policy) => this.logFailure(failure, policy)),
       onSettleError: (error, decision) => this.logSettleError(error, decision),

@@ -43,6 +43,7 @@ export type EnvSource =
  * | `REDLIMIT_IPV6_SUBNET` | 1–128 |
  * | `REDLIMIT_CLIENT_IP_HEADER` | `x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip` |
  * | `REDLIMIT_KEY_SECRET` | HMAC secret for `@Attempt` keys, at least 16 characters; set but empty or blank is an error (never shown in errors) |
+ * | `REDLIMIT_RECEIPT_SECRET` | signs receipts (`receiptSecret`), at least 16 characters |
  * | `REDLIMIT_DEVICES_SECRET` | signs trusted-device tokens (`devices.secret`), at least 16 characters; turns `devices` on |
  * | `REDLIMIT_DEVICES_TTL` | how long a device token lasts (`devices.ttl`), e.g. `30d`; turns `devices` on |
  * | `REDLIMIT_ALLOW_IPS` | comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`: `allow.ips` |
@@ -177,6 +178,14 @@ export function redlimitOptionsFromEnv(
     'unset it to go without a secret, or give at least 16 characters',
   );
   if (secret !== undefined) options.keySecret = secret;
+
+  const receiptSecret = secretVariable(
+    source,
+    read,
+    'REDLIMIT_RECEIPT_SECRET',
+    'unset it to go without signed receipts, or give at least 16 characters',
+  );
+  if (receiptSecret !== undefined) options.receiptSecret = receiptSecret;
 
   // Trusted devices: either variable turns them on (the secret defaults to the key secret).
   const deviceSecret = secretVariable(

@@ -42,6 +42,7 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'shadow',
   'refusalCache',
   'devices',
+  'receiptSecret',
 ]);
 
 /**

@@ -334,6 +334,13 @@ export interface RedlimitModuleOptions {
    */
   readonly keySecret?: string;
   /**
+   * Signs the receipts of the module's limiters (`LimiterOptions.receiptSecret`, at least 16
+   * characters): a receipt that was edited, forged or moved to another key is refused before the
+   * store is touched. Set it when receipts leave the process (a reservation token handed to a
+   * worker, a receipt kept in a database); every instance needs the same one. Default: none.
+   */
+  readonly receiptSecret?: string;
+  /**
    * Trusted devices: owners who signed in before keep getting in while an attacker keeps their
    * account locked for everyone else. Off by default. See {@link DevicesOptions}.
    */
