@@ -31,6 +31,25 @@ export interface DeviceTokenBinding {
 const TOKEN =
   /^v1\.([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,14})\.([1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})$/;
 
+/**
+ * How long a revoked login's device epoch is kept: 366 days, the longest a device token can live
+ * (`devices.ttl` at most), so a revocation outlives every token it voids whatever the ttl was or
+ * becomes.
+ */
+export const DEVICE_EPOCH_KEEP_MS = 366 * 86_400_000;
+
+/**
+ * Where a login's device epoch is stored (under the store's prefix), for `Store.readEpoch` and
+ * `Store.bumpEpoch`: `devices:<login>`, the login as the hash of its normalised value that
+ * `@Attempt` keys carry (`email:<this>`).
+ *
+ * @example
+ * await store.bumpEpoch(deviceEpochKey(attemptKey('email', email, keySecret).split(':')[1]!), DEVICE_EPOCH_KEEP_MS);
+ */
+export function deviceEpochKey(loginKey: string): string {
+  return `devices:${loginKey}`;
+}
+
 /** Longer input is not a token; checked before any parsing, so junk costs nothing to reject. */
 const MAX_TOKEN_LENGTH = 128;
 

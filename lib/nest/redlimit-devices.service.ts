@@ -4,6 +4,8 @@ import type { Limiter } from '../core/limiter';
 import { checkOptions } from '../core/options.util';
 import type { EpochReading } from '../core/store';
 import {
+  DEVICE_EPOCH_KEEP_MS,
+  deviceEpochKey,
   deviceKey,
   type DeviceTokenBinding,
   type DeviceTokenFields,
@@ -23,7 +25,7 @@ import type { DevicesOptions, RedlimitModuleOptions } from './redlimit-options.i
 const DAY_MS = 86_400_000;
 const DEFAULT_LIFETIME_MS = 30 * DAY_MS;
 const MIN_LIFETIME_MS = 60_000;
-const MAX_LIFETIME_MS = 366 * DAY_MS;
+const MAX_LIFETIME_MS = DEVICE_EPOCH_KEEP_MS;
 /** A device's failures per lifetime sit in a sliding log: one entry each, so keep it modest. */
 const MAX_FAILURES = 10_000;
 const DEVICES_FIELDS: readonly string[] = ['secret', 'ttl', 'maxFailures', 'cookie', 'header'];
@@ -183,7 +185,8 @@ export class RedlimitDevices {
         'redlimit devices: the module store has no bumpEpoch(); tokens cannot be revoked',
       );
     }
-    await store.bumpEpoch(deviceEpochKey(loginKey), this.ttlMs);
+    // Kept as long as any token can live (not this app's ttl, which may grow later).
+    await store.bumpEpoch(deviceEpochKey(loginKey), DEVICE_EPOCH_KEEP_MS);
   }
 
   /**
@@ -334,16 +337,6 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     timer.unref?.();
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/**
- * Where a login's device epoch is stored (under the store's prefix): `devices:<login hash>`.
- *
- * @example
- * await store.bumpEpoch(deviceEpochKey(attemptKey('email', email, keySecret).split(':')[1]!), ttlMs);
- */
-export function deviceEpochKey(loginKey: string): string {
-  return `devices:${loginKey}`;
 }
 
 function cookieSettings(
