@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { usageError } from './cli.error';
 
 /** The commands of `redlimit`. */
-export const COMMANDS = ['policies', 'peek', 'reset'] as const;
+export const COMMANDS = ['policies', 'peek', 'reset', 'revoke-devices'] as const;
 
 /** One of {@link COMMANDS}. */
 export type CommandName = (typeof COMMANDS)[number];
@@ -13,7 +13,7 @@ export interface CliArgs {
   readonly command?: CommandName;
   /** `peek` and `reset`: the policy name. */
   readonly policy?: string;
-  /** `peek` and `reset`: `part=value` arguments (`@Attempt` parts). */
+  /** `peek`, `reset` and `revoke-devices`: `part=value` arguments (`@Attempt` parts). */
   readonly parts: readonly string[];
   /** `--key`: caller keys used as given. */
   readonly rawKeys: readonly string[];
@@ -46,6 +46,8 @@ export interface CliArgs {
   /** `--dotenv`: a dotenv file read under the environment (variables already set win). */
   readonly dotenv?: string;
 }
+
+const COMMAND_LIST = `${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS[COMMANDS.length - 1]!}`;
 
 /** Default of `--timeout`: an operator's command may wait longer than a request would. */
 export const DEFAULT_TIMEOUT_MS = 5000;
@@ -89,7 +91,11 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     throw usageError(`${message.split(/\.\s/)[0]!.replace(/\.$/, '')} (see redlimit --help)`);
   }
   const { values, positionals } = parsed;
-  const [command, policy, ...parts] = positionals;
+  const [command, ...rest] = positionals;
+  // revoke-devices takes no policy: every positional after it is a login.
+  const takesPolicy = command !== 'revoke-devices';
+  const policy = takesPolicy ? rest[0] : undefined;
+  const parts = takesPolicy ? rest.slice(1) : rest;
   const base = {
     parts,
     rawKeys: values.key,
@@ -110,11 +116,11 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
   };
   if (command === undefined) {
     if (values.help || values.version) return base;
-    throw usageError('no command given: policies, peek or reset (see redlimit --help)');
+    throw usageError(`no command given: ${COMMAND_LIST} (see redlimit --help)`);
   }
   if (!(COMMANDS as readonly string[]).includes(command)) {
     throw usageError(
-      `unknown command '${command}': expected policies, peek or reset (see redlimit --help)`,
+      `unknown command '${command}': expected ${COMMAND_LIST} (see redlimit --help)`,
     );
   }
   const name = command as CommandName;
@@ -122,6 +128,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     if (policy !== undefined) throw usageError(`policies takes no arguments; got '${policy}'`);
     return { ...base, command: name };
   }
+  if (name === 'revoke-devices') return { ...base, command: name };
   if (policy === undefined && !values.help) {
     throw usageError(`${name} needs a policy name and keys: redlimit ${name} <policy> <key…>`);
   }

@@ -1,5 +1,5 @@
 import { canonicalIp } from '../nest/client-ip.util';
-import { attemptKey } from '../nest/key-hash.util';
+import { attemptKey, MISSING_VALUE } from '../nest/key-hash.util';
 import type { CliArgs } from './cli-args.util';
 import type { CliConfig } from './cli-config.util';
 import { usageError } from './cli.error';
@@ -43,6 +43,95 @@ export function callerKeys(args: CliArgs, config: CliConfig): CliKey[] {
     );
   }
   return keys;
+}
+
+/** A login part's key name as `RedlimitDevices` accepts it (`email`, `username`, `x-user`). */
+const LOGIN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+/** A login part's caller key: a field's value is always hashed to 22 base64url characters. */
+const LOGIN_KEY = /^([A-Za-z0-9_.-]{1,64}):[A-Za-z0-9_-]{22}$/;
+/** Parts that name the requester, never a login (`@Attempt(…, { devices })` refuses them). */
+const NOT_LOGINS: ReadonlySet<string> = new Set(['ip', 'apiKey', 'device']);
+
+/**
+ * The login keys of a `revoke-devices`, each the caller key of the login part of an
+ * `@Attempt(…, { devices })` route, as `RedlimitDevices.revokeAll` computes it:
+ *
+ * - `part=value` → `<part>:<hash>`, normalised and hashed as {@link callerKeys} does (`--exact`
+ *   for parts with `normalize: false`);
+ * - `--key <part>:<hash>` → used as given, once checked to be such a key.
+ *
+ * `ip`, `apiKey`, an empty login and `--route` / `--ip` are refused: none names a login.
+ *
+ * @throws CliError (exit code 2) naming the argument that is not a login
+ * @example
+ * loginKeys(parseCliArgs(['revoke-devices', 'email=Ada@Example.com']), config);
+ * // [{ input: 'email=Ada@Example.com', key: 'email:…' }], the key RedlimitDevices.revokeAll('email', …) bumps
+ */
+export function loginKeys(args: CliArgs, config: CliConfig): CliKey[] {
+  if (args.route !== undefined || args.ips.length > 0) {
+    throw usageError(
+      '--route and --ip name @Throttle keys, not logins: revoke-devices takes part=value ' +
+        '(e.g. email=alice@example.com) or --key <part>:<hash>',
+    );
+  }
+  const keys = args.parts.map((input) => {
+    const eq = input.indexOf('=');
+    const name = eq < 0 ? undefined : input.slice(0, eq).trim();
+    if (name === undefined || name === '') {
+      throw usageError(
+        `bad login '${input}': expected part=value such as email=alice@example.com ` +
+          '(revoke-devices takes no policy name)',
+      );
+    }
+    checkLoginName(name, `bad login '${input}'`);
+    if (normalizedEmpty(input.slice(eq + 1), args.exact)) {
+      throw usageError(
+        `bad login '${input}': empty value (requests without a ${name} are never trusted, ` +
+          'so they hold no device tokens)',
+      );
+    }
+    return partKey(input, config, args.exact);
+  });
+  for (const key of args.rawKeys) {
+    const match = LOGIN_KEY.exec(key);
+    if (!match) {
+      throw usageError(
+        `--key '${key}' is not a login key: expected <part>:<hash> as @Attempt builds it ` +
+          '(e.g. email: and 22 characters), or give the login as part=value',
+      );
+    }
+    checkLoginName(match[1]!, `--key '${key}'`);
+    keys.push({ input: `--key ${key}`, key });
+  }
+  if (keys.length === 0) {
+    throw usageError(
+      'revoke-devices needs at least one login: part=value (e.g. email=alice@example.com) ' +
+        'or --key <part>:<hash>',
+    );
+  }
+  return keys;
+}
+
+function checkLoginName(name: string, what: string): void {
+  if (NOT_LOGINS.has(name)) {
+    throw usageError(`${what}: '${name}' is not a login (devices name the login part, e.g. email)`);
+  }
+  if (/^(?:body|query|params|headers)\./.test(name)) {
+    const bare = name.slice(name.lastIndexOf('.') + 1);
+    throw usageError(
+      `${what}: name the part by its key name, as @Attempt keys it: ${bare}=…, not ${name}=…`,
+    );
+  }
+  if (!LOGIN_NAME.test(name)) {
+    throw usageError(
+      `${what}: '${name}' is not a part's key name (letters, digits, '_', '.', '-'; up to 64)`,
+    );
+  }
+}
+
+/** Whether `value` is a missing login once `@Attempt` has normalised it (its key `<part>:-`). */
+function normalizedEmpty(value: string, exact: boolean): boolean {
+  return attemptKey('x', value, undefined, { normalize: !exact }) === `x:${MISSING_VALUE}`;
 }
 
 function partKey(input: string, config: CliConfig, exact: boolean): CliKey {

@@ -6,12 +6,13 @@ import { RedisStore } from '../stores/redis.store';
 import { type CliArgs, DEFAULT_TIMEOUT_MS, parseCliArgs } from './cli-args.util';
 import { type CliConfig, cliConfig } from './cli-config.util';
 import { readDotenv, withDotenv } from './cli-dotenv.util';
-import { callerKeys } from './cli-keys.util';
+import { callerKeys, loginKeys } from './cli-keys.util';
 import { connectRedis } from './cli-redis.util';
 import { CliError, EXIT_CODES, type ExitCode, usageError } from './cli.error';
 import { peekCommand } from './peek.command';
 import { type CommandOutput, policiesCommand } from './policies.command';
 import { resetCommand } from './reset.command';
+import { devicesLifetimeMs, revokeDevicesCommand } from './revoke-devices.command';
 
 /** Where the `redlimit` command reads its environment and writes its output. */
 export interface CliIo {
@@ -32,6 +33,8 @@ Commands:
   policies                 the policies of REDLIMIT_POLICIES (no Redis needed)
   peek <policy> <key…>     budget left per key (writes nothing)
   reset <policy> <key…>    deletes the policy's state for the keys: full budget again (unlock)
+  revoke-devices <login…>  every trusted-device token of the logins is untrusted from now on
+                           (RedlimitDevices.revokeAll); logins as part=value or --key part:hash
 
 Keys:
   part=value               an @Attempt part, normalised and hashed as the app does:
@@ -61,7 +64,8 @@ Options:
 
 Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_REDIS_CLUSTER_NODES,
 REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
-REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET — read and validated as RedlimitModule reads them.
+REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET, REDLIMIT_DEVICES_LIFETIME (revoke-devices keeps the
+epoch that long; default 30d, as the app) — read and validated as RedlimitModule reads them.
 
 Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
 3 Redis unreachable, too slow or failing; 1 unexpected error.
@@ -70,6 +74,7 @@ Examples:
   redlimit peek login email=alice@example.com ip=203.0.113.7
   redlimit reset login email=alice@example.com
   redlimit reset links --route 'LinksController.create /links' --ip 203.0.113.7 --json
+  redlimit revoke-devices email=alice@example.com
 `;
 
 /**
@@ -109,8 +114,32 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
 async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput> {
   if (args.command === 'policies') return policiesCommand(config);
   // Everything that can be wrong with the input is found before Redis is contacted.
+  if (args.command === 'revoke-devices') {
+    const logins = loginKeys(args, config);
+    const lifetimeMs = devicesLifetimeMs(config);
+    return withStore(args, config, (store) =>
+      revokeDevicesCommand(store, logins, { lifetimeMs, timeoutMs: args.timeoutMs }),
+    );
+  }
   const definition = policyDefinition(args.policy!, config);
   const keys = callerKeys(args, config);
+  return withStore(args, config, (store) => {
+    // Fail mode closed, silently: a failure must become an error here, never a made-up budget.
+    const limiter = new Limiter(
+      store,
+      { ...definition, name: args.policy!, failMode: 'closed' },
+      { timeoutMs: args.timeoutMs, onStoreFailure: () => undefined },
+    );
+    return args.command === 'peek' ? peekCommand(limiter, keys) : resetCommand(limiter, keys);
+  });
+}
+
+/** Connects (once the input is known to be good), runs `work` on the store, disconnects. */
+async function withStore(
+  args: CliArgs,
+  config: CliConfig,
+  work: (store: RedisStore) => Promise<CommandOutput>,
+): Promise<CommandOutput> {
   if (config.redis === undefined) {
     throw usageError(
       'no Redis configured: set REDLIMIT_REDIS_URL or REDIS_URL (or REDLIMIT_REDIS_CLUSTER_NODES, ' +
@@ -120,16 +149,7 @@ async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput>
   }
   const client = await connectRedis(config.redis, args.timeoutMs);
   try {
-    const store = new RedisStore({ client, prefix: config.prefix });
-    // Fail mode closed, silently: a failure must become an error here, never a made-up budget.
-    const limiter = new Limiter(
-      store,
-      { ...definition, name: args.policy!, failMode: 'closed' },
-      { timeoutMs: args.timeoutMs, onStoreFailure: () => undefined },
-    );
-    return args.command === 'peek'
-      ? await peekCommand(limiter, keys)
-      : await resetCommand(limiter, keys);
+    return await work(new RedisStore({ client, prefix: config.prefix }));
   } finally {
     client.disconnect();
   }

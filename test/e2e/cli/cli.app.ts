@@ -1,6 +1,6 @@
 /**
- * Fixture: a sign-in route with @Attempt and a route with @Throttle, configured from the same
- * environment variables the `redlimit` command reads.
+ * Fixture: a sign-in route with @Attempt (and one with trusted devices) and a route with
+ * @Throttle, configured from the same environment variables the `redlimit` command reads.
  */
 import {
   Body,
@@ -31,6 +31,18 @@ class CliAppController {
   signIn(
     @Body() body: { email?: string; password?: string },
     @Attempt(['ip', 'email'], { policy: 'login' }) attempt: Attempt,
+  ): { ok: true } {
+    if (body.password !== PASSWORD) throw new UnauthorizedException();
+    attempt.refund();
+    return { ok: true };
+  }
+
+  /** The same sign-in, with trusted devices on the email (`REDLIMIT_DEVICES_LIFETIME` turns them on). */
+  @Post('trusted-sign-in')
+  @HttpCode(200)
+  trustedSignIn(
+    @Body() body: { email?: string; password?: string },
+    @Attempt(['ip', 'email'], { policy: 'login', devices: 'email' }) attempt: Attempt,
   ): { ok: true } {
     if (body.password !== PASSWORD) throw new UnauthorizedException();
     attempt.refund();

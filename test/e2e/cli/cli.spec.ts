@@ -1,5 +1,7 @@
+import { RedisStore } from '../../../lib';
+import { attemptKey } from '../../../lib/nest';
 import { startFreezableRedis } from '../../support/freezable-redis';
-import { redisUrl, uniquePrefix } from '../../support/redis';
+import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
 import { getFreePort } from '../../support/redis-server';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import { cliApp, PASSWORD } from './cli.app';
@@ -9,6 +11,8 @@ jest.setTimeout(60_000);
 afterAll(removeBuiltCli);
 
 const POLICIES = 'login=sliding-window:3/15m,links=sliding-window:2/1h';
+const KEY_SECRET = 'a secret of at least 16 characters';
+const DAY_MS = 86_400_000;
 
 interface PeekJson {
   policy: string;
@@ -23,8 +27,9 @@ function environment(): Record<string, string> {
     REDIS_URL: redisUrl(),
     REDLIMIT_PREFIX: uniquePrefix('cli'),
     REDLIMIT_POLICIES: POLICIES,
-    REDLIMIT_KEY_SECRET: 'a secret of at least 16 characters',
+    REDLIMIT_KEY_SECRET: KEY_SECRET,
     REDLIMIT_TRUSTED_PROXIES: 'loopback', // X-Forwarded-For stands for distinct clients
+    REDLIMIT_DEVICES_LIFETIME: '7d', // trusted devices on (signed with the key secret)
   };
 }
 
@@ -78,6 +83,44 @@ describe.each(PLATFORMS)('redlimit command against a %s app', (platform) => {
     expect(after.keys[0]).toMatchObject({ allowed: false, remaining: 0 });
   });
 
+  it('revoke-devices: a device token that let the owner into a locked account no longer does', async () => {
+    const attacker = '203.0.113.7';
+    const owner = '198.51.100.4';
+    const trustedSignIn = (from: string, password: string, cookie?: string) =>
+      app.request('/trusted-sign-in', {
+        method: 'POST',
+        headers: { 'x-forwarded-for': from, ...(cookie !== undefined && { cookie }) },
+        body: { email: 'alice@example.com', password },
+      });
+    const first = await trustedSignIn(owner, PASSWORD);
+    expect(first.status).toBe(200);
+    const cookie = first.headers
+      .getSetCookie()
+      .map((line) => line.split(';')[0]!)
+      .find((pair) => pair.startsWith('redlimit_device=v1.'));
+    expect(cookie).toBeDefined();
+
+    for (let i = 0; i < 3; i++) expect((await trustedSignIn(attacker, 'guess')).status).toBe(401);
+    expect((await trustedSignIn(owner, PASSWORD)).status).toBe(429); // the account is locked
+    expect((await trustedSignIn(owner, PASSWORD, cookie)).status).toBe(200); // its device is not
+
+    const run = await redlimit(['revoke-devices', 'email= Alice@Example.COM', '--json'], env);
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toEqual({
+      revoked: [
+        {
+          input: 'email= Alice@Example.COM',
+          key: attemptKey('email', 'alice@example.com', KEY_SECRET),
+          epoch: 1,
+        },
+      ],
+      lifetimeMs: 7 * DAY_MS,
+    });
+
+    // The token issued before is no token now: charged to the locked account.
+    expect((await trustedSignIn(owner, PASSWORD, cookie)).status).toBe(429);
+  });
+
   it('peek and reset reach the default @Throttle key (handler + route template + client IP)', async () => {
     expect((await app.request('/links/1')).status).toBe(200);
     expect((await app.request('/links/2')).status).toBe(200);
@@ -119,6 +162,95 @@ describe('redlimit command', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^login \(sliding-window 3\/15m\)\n/);
     expect(run.stdout).toMatch(/email=carol@example\.com +email:\S{22} +3 of 3 left\n/);
+  });
+
+  it('revoke-devices bumps the device epoch of each login under the prefix, kept for the lifetime', async () => {
+    const client = createTestClient();
+    try {
+      const store = new RedisStore({ client, prefix: env.REDLIMIT_PREFIX! });
+      const dave = attemptKey('email', 'dave@example.com', KEY_SECRET);
+      const erin = attemptKey('email', 'erin@example.com', KEY_SECRET);
+      expect(await store.readEpoch(`devices:${dave}`, DAY_MS)).toBe(0);
+      expect(await store.readEpoch(`devices:${erin}`, DAY_MS)).toBe(0);
+
+      const run = await redlimit(['revoke-devices', 'email=Dave@Example.com', '--key', erin], env);
+      expect(run).toMatchObject({ code: 0, stderr: '' });
+      expect(run.stdout).toMatch(/^revoked the trusted devices of 2 logins \(epochs kept 7d\):\n/);
+      expect(run.stdout).toMatch(new RegExp(`email=Dave@Example\\.com +${dave} +epoch 1\n`));
+      expect(run.stdout).toMatch(new RegExp(`--key ${erin} +${erin} +epoch 1\n?$`));
+      expect(await store.readEpoch(`devices:${dave}`, DAY_MS)).toBe(1);
+      expect(await store.readEpoch(`devices:${erin}`, DAY_MS)).toBe(1);
+      // Kept for REDLIMIT_DEVICES_LIFETIME (7d), not the 1 day the reads above asked for.
+      const ttl = await client.pttl(`${env.REDLIMIT_PREFIX!}epoch:{devices:${dave}}`);
+      expect(ttl).toBeGreaterThan(6 * DAY_MS);
+      expect(ttl).toBeLessThanOrEqual(7 * DAY_MS);
+
+      const again = await redlimit(['revoke-devices', 'email=dave@example.com', '--json'], env);
+      expect(JSON.parse(again.stdout)).toMatchObject({ revoked: [{ key: dave, epoch: 2 }] });
+      // Without REDLIMIT_DEVICES_LIFETIME, the module's default: 30 days.
+      const defaults = Object.fromEntries(
+        Object.entries(env).filter(([name]) => name !== 'REDLIMIT_DEVICES_LIFETIME'),
+      );
+      const fresh = await redlimit(
+        ['revoke-devices', 'email=frank@example.com', '--json'],
+        defaults,
+      );
+      expect(JSON.parse(fresh.stdout)).toMatchObject({ lifetimeMs: 30 * DAY_MS });
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it('revoke-devices refuses what names no login with exit 2, before Redis is contacted', async () => {
+    const closed = { ...env, REDIS_URL: `redis://127.0.0.1:${await getFreePort()}` };
+    const refused: Array<[string[], RegExp] | [string[], RegExp, Record<string, string>]> = [
+      [[], /revoke-devices needs at least one login/],
+      [['login', 'email=alice@example.com'], /bad login 'login'.*takes no policy name/],
+      [['ip=203.0.113.7'], /'ip' is not a login/],
+      [
+        ['body.email=alice@example.com'],
+        /name the part by its key name.*email=…, not body\.email=…/,
+      ],
+      [['email= '], /bad login 'email= ': empty value/],
+      [['--key', 'email:-'], /--key 'email:-' is not a login key/],
+      [['--route', 'AuthController.signIn /sign-in', '--ip', '203.0.113.7'], /--route and --ip/],
+      [
+        ['email=alice@example.com'],
+        /REDLIMIT_DEVICES_LIFETIME="10s" is invalid/,
+        { REDLIMIT_DEVICES_LIFETIME: '10s' },
+      ],
+    ];
+    for (const [args, pattern, extra] of refused) {
+      const run = await redlimit(['revoke-devices', ...args], { ...closed, ...extra });
+      expect([args, run.code]).toEqual([args, 2]);
+      expectOneLineError(run, pattern);
+    }
+  });
+
+  it('revoke-devices exits 3 when Redis fails, saying which logins were revoked before', async () => {
+    const client = createTestClient();
+    try {
+      const gina = attemptKey('email', 'gina@example.com', KEY_SECRET);
+      // Something else under the second login's epoch key: its INCR fails.
+      await client.hset(`${env.REDLIMIT_PREFIX!}epoch:{devices:${gina}}`, 'x', '1');
+      const run = await redlimit(
+        ['revoke-devices', 'email=hank@example.com', 'email=gina@example.com'],
+        env,
+      );
+      expect(run.code).toBe(3);
+      expectOneLineError(
+        run,
+        /Redis failed for email=gina@example\.com: .*WRONGTYPE.*\(revoked before it: email=hank@example\.com\)/,
+      );
+      const unreachable = await redlimit(['revoke-devices', 'email=hank@example.com'], {
+        ...env,
+        REDIS_URL: `redis://127.0.0.1:${await getFreePort()}`,
+      });
+      expect(unreachable.code).toBe(3);
+      expectOneLineError(unreachable, /cannot reach Redis at .*ECONNREFUSED/);
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('policies lists the policies of REDLIMIT_POLICIES, without contacting Redis', async () => {

@@ -1,0 +1,91 @@
+import type { Store } from '../core/store';
+import { deviceEpochKey, deviceLifetimeMs } from '../nest/device-token.util';
+import type { CliConfig } from './cli-config.util';
+import type { CliKey } from './cli-keys.util';
+import { columns, formatWindow } from './cli-format.util';
+import { storeError, usageError } from './cli.error';
+import type { CommandOutput } from './policies.command';
+
+/** What `revoke-devices` needs of the store: the device epoch bump of `RedlimitDevices`. */
+export type EpochStore = Required<Pick<Store, 'bumpEpoch'>>;
+
+/**
+ * How long a revoked login's epoch is kept: `REDLIMIT_DEVICES_LIFETIME` (1 minute to 366 days, as
+ * the module checks `devices.lifetime`), else the module's default, 30 days. It must be at least
+ * the app's token lifetime: if the epoch expired first, tokens issued before the revocation would
+ * be trusted again until they expire.
+ *
+ * @throws CliError (exit code 2) naming `REDLIMIT_DEVICES_LIFETIME` when out of range
+ * @example
+ * devicesLifetimeMs(cliConfig(args, { REDLIMIT_DEVICES_LIFETIME: '90d' })); // 7776000000
+ */
+export function devicesLifetimeMs(config: CliConfig): number {
+  try {
+    return deviceLifetimeMs(config.devicesLifetime);
+  } catch {
+    throw usageError(
+      `REDLIMIT_DEVICES_LIFETIME=${JSON.stringify(String(config.devicesLifetime))} is invalid: ` +
+        'expected a device token lifetime from 1 minute to 366 days, as the app accepts',
+    );
+  }
+}
+
+/**
+ * `redlimit revoke-devices`: for each login, moves its device epoch on by one (what
+ * `RedlimitDevices.revokeAll` does), so every device token issued for it before counts as no token:
+ * its attempts are charged to the account again. The epoch is kept `lifetimeMs`. One script call
+ * per login, in the order given; a failure stops there and says which logins were revoked before it.
+ *
+ * @throws CliError (exit code 3) when Redis fails or does not answer within `timeoutMs`
+ * @example
+ * (await revokeDevicesCommand(store, [{ input: 'email=alice@example.com', key: 'email:…' }], { lifetimeMs, timeoutMs: 5000 })).text;
+ * // 'revoked the trusted devices of 1 login (epochs kept 30d):\n  email=alice@example.com  email:…  epoch 1'
+ */
+export async function revokeDevicesCommand(
+  store: EpochStore,
+  logins: readonly CliKey[],
+  options: { readonly lifetimeMs: number; readonly timeoutMs: number },
+): Promise<CommandOutput> {
+  const revoked: Array<{ input: string; key: string; epoch: number }> = [];
+  for (const { input, key } of logins) {
+    let epoch: number;
+    try {
+      epoch = await withinMs(store.bumpEpoch(deviceEpochKey(key), options.lifetimeMs), options);
+    } catch (error) {
+      const done =
+        revoked.length === 0
+          ? 'none revoked'
+          : `revoked before it: ${revoked.map((r) => r.input).join(', ')}`;
+      throw storeError(
+        error instanceof DeadlineError
+          ? `Redis did not answer within ${options.timeoutMs} ms for ${input}; its devices may or ` +
+              `may not have been revoked (${done}); run the command again`
+          : `Redis failed for ${input}: ${(error as Error).message} (${done})`,
+      );
+    }
+    revoked.push({ input, key, epoch });
+  }
+  const count = `${revoked.length} login${revoked.length === 1 ? '' : 's'}`;
+  return {
+    json: { revoked, lifetimeMs: options.lifetimeMs },
+    text:
+      `revoked the trusted devices of ${count} (epochs kept ${formatWindow(options.lifetimeMs)}):\n` +
+      columns(
+        revoked.map(({ input, key, epoch }) => [input, key, `epoch ${epoch}`]),
+        '  ',
+      ),
+  };
+}
+
+class DeadlineError extends Error {}
+
+/** `work`, or a {@link DeadlineError} once `timeoutMs` has passed (a hung server never answers). */
+function withinMs<T>(work: Promise<T>, { timeoutMs }: { readonly timeoutMs: number }): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineError()), timeoutMs);
+  });
+  // Once the deadline has won, the client is dropped and `work` rejects later: nobody waits on it.
+  work.catch(() => undefined);
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
