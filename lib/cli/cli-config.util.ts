@@ -33,8 +33,6 @@ export interface CliConfig {
   readonly keySecret?: string;
   /** Groups a client IP as the app does (`REDLIMIT_IPV6_SUBNET`). */
   readonly clientIp: ClientIpResolver;
-  /** `REDLIMIT_DEVICES_LIFETIME` as given (a duration; its range is checked where it is used). */
-  readonly devicesLifetime?: string | number;
 }
 
 /**
@@ -75,7 +73,6 @@ export function cliConfig(args: CliArgs, env: EnvSource): CliConfig {
     defaultFailMode: options.failMode ?? 'closed',
     ...(options.keySecret !== undefined && { keySecret: options.keySecret }),
     clientIp: createClientIpResolver(options.clientIp),
-    ...(options.devices?.lifetime !== undefined && { devicesLifetime: options.devices.lifetime }),
   };
 }
 

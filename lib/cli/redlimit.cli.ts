@@ -12,7 +12,7 @@ import { CliError, EXIT_CODES, type ExitCode, usageError } from './cli.error';
 import { peekCommand } from './peek.command';
 import { type CommandOutput, policiesCommand } from './policies.command';
 import { resetCommand } from './reset.command';
-import { devicesLifetimeMs, revokeDevicesCommand } from './revoke-devices.command';
+import { revokeDevicesCommand } from './revoke-devices.command';
 
 /** Where the `redlimit` command reads its environment and writes its output. */
 export interface CliIo {
@@ -64,8 +64,7 @@ Options:
 
 Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_REDIS_CLUSTER_NODES,
 REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
-REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET, REDLIMIT_DEVICES_LIFETIME (revoke-devices keeps the
-epoch that long; default 30d, as the app) — read and validated as RedlimitModule reads them.
+REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET — read and validated as RedlimitModule reads them.
 
 Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
 3 Redis unreachable, too slow or failing; 1 unexpected error.
@@ -116,9 +115,8 @@ async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput>
   // Everything that can be wrong with the input is found before Redis is contacted.
   if (args.command === 'revoke-devices') {
     const logins = loginKeys(args, config);
-    const lifetimeMs = devicesLifetimeMs(config);
     return withStore(args, config, (store) =>
-      revokeDevicesCommand(store, logins, { lifetimeMs, timeoutMs: args.timeoutMs }),
+      revokeDevicesCommand(store, logins, { timeoutMs: args.timeoutMs }),
     );
   }
   const definition = policyDefinition(args.policy!, config);

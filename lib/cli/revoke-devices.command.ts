@@ -1,56 +1,37 @@
 import type { Store } from '../core/store';
-import { deviceEpochKey, deviceLifetimeMs } from '../nest/device-token.util';
-import type { CliConfig } from './cli-config.util';
+import { DEVICE_EPOCH_KEEP_MS, deviceEpochKey } from '../nest/device-token.util';
 import type { CliKey } from './cli-keys.util';
 import { columns, formatWindow } from './cli-format.util';
-import { storeError, usageError } from './cli.error';
+import { storeError } from './cli.error';
 import type { CommandOutput } from './policies.command';
 
 /** What `revoke-devices` needs of the store: the device epoch bump of `RedlimitDevices`. */
 export type EpochStore = Required<Pick<Store, 'bumpEpoch'>>;
 
 /**
- * How long a revoked login's epoch is kept: `REDLIMIT_DEVICES_LIFETIME` (1 minute to 366 days, as
- * the module checks `devices.lifetime`), else the module's default, 30 days. It must be at least
- * the app's token lifetime: if the epoch expired first, tokens issued before the revocation would
- * be trusted again until they expire.
- *
- * @throws CliError (exit code 2) naming `REDLIMIT_DEVICES_LIFETIME` when out of range
- * @example
- * devicesLifetimeMs(cliConfig(args, { REDLIMIT_DEVICES_LIFETIME: '90d' })); // 7776000000
- */
-export function devicesLifetimeMs(config: CliConfig): number {
-  try {
-    return deviceLifetimeMs(config.devicesLifetime);
-  } catch {
-    throw usageError(
-      `REDLIMIT_DEVICES_LIFETIME=${JSON.stringify(String(config.devicesLifetime))} is invalid: ` +
-        'expected a device token lifetime from 1 minute to 366 days, as the app accepts',
-    );
-  }
-}
-
-/**
  * `redlimit revoke-devices`: for each login, moves its device epoch on by one (what
  * `RedlimitDevices.revokeAll` does), so every device token issued for it before counts as no token:
- * its attempts are charged to the account again. The epoch is kept `lifetimeMs`. One script call
+ * its attempts are charged to the account again. The epoch is kept 366 days, the longest a token
+ * can live, whatever the app's `devices.ttl`. Tokens bind the login, not the part's name:
+ * `email=…` and `username=…` of one value are one login. One script call
  * per login, in the order given; a failure stops there and says which logins were revoked before it.
  *
  * @throws CliError (exit code 3) when Redis fails or does not answer within `timeoutMs`
  * @example
- * (await revokeDevicesCommand(store, [{ input: 'email=alice@example.com', key: 'email:…' }], { lifetimeMs, timeoutMs: 5000 })).text;
- * // 'revoked the trusted devices of 1 login (epochs kept 30d):\n  email=alice@example.com  email:…  epoch 1'
+ * (await revokeDevicesCommand(store, [{ input: 'email=alice@example.com', key: 'email:…' }], { timeoutMs: 5000 })).text;
+ * // 'revoked the trusted devices of 1 login (epochs kept 366d):\n  email=alice@example.com  email:…  epoch 1'
  */
 export async function revokeDevicesCommand(
   store: EpochStore,
   logins: readonly CliKey[],
-  options: { readonly lifetimeMs: number; readonly timeoutMs: number },
+  options: { readonly timeoutMs: number },
 ): Promise<CommandOutput> {
   const revoked: Array<{ input: string; key: string; epoch: number }> = [];
   for (const { input, key } of logins) {
     let epoch: number;
     try {
-      epoch = await withinMs(store.bumpEpoch(deviceEpochKey(key), options.lifetimeMs), options);
+      const login = key.slice(key.indexOf(':') + 1); // the login's hash, as tokens bind it
+      epoch = await withinMs(store.bumpEpoch(deviceEpochKey(login), DEVICE_EPOCH_KEEP_MS), options);
     } catch (error) {
       const done =
         revoked.length === 0
@@ -67,9 +48,9 @@ export async function revokeDevicesCommand(
   }
   const count = `${revoked.length} login${revoked.length === 1 ? '' : 's'}`;
   return {
-    json: { revoked, lifetimeMs: options.lifetimeMs },
+    json: { revoked, keptMs: DEVICE_EPOCH_KEEP_MS },
     text:
-      `revoked the trusted devices of ${count} (epochs kept ${formatWindow(options.lifetimeMs)}):\n` +
+      `revoked the trusted devices of ${count} (epochs kept ${formatWindow(DEVICE_EPOCH_KEEP_MS)}):\n` +
       columns(
         revoked.map(({ input, key, epoch }) => [input, key, `epoch ${epoch}`]),
         '  ',

@@ -37,7 +37,7 @@ class CliAppController {
     return { ok: true };
   }
 
-  /** The same sign-in, with trusted devices on the email (`REDLIMIT_DEVICES_LIFETIME` turns them on). */
+  /** The same sign-in, with trusted devices on the email (`REDLIMIT_DEVICES_TTL` turns them on). */
   @Post('trusted-sign-in')
   @HttpCode(200)
   trustedSignIn(
