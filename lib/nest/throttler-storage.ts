@@ -207,14 +207,9 @@ export class RedlimitThrottlerStorage {
           algorithm: 'fixed-window',
           limit,
           window: ttl,
-          // Every setting reads the key's lockout, so a call without blockDuration cannot pass a
-          // caller another route of the same throttler locked out (whose lockout forgot the
-          // count). Without blockDuration, its own refusal locks for 1 ms and forgets nothing:
-          // the window keeps refusing until it frees, as ThrottlerGuard's storage does.
-          block:
-            blockDuration > 0
-              ? { duration: blockDuration, max: blockDuration, forgetAfter: 1, restart: true }
-              : { duration: 1, max: 1, forgetAfter: 1 },
+          ...(blockDuration > 0 && {
+            block: { duration: blockDuration, max: blockDuration, forgetAfter: 1, restart: true },
+          }),
         },
         this.limiterOptions,
       );
