@@ -781,7 +781,14 @@ export class Limiter {
    */
   async begin(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Attempt> {
     checkOptions(options, CONSUME_OPTIONS, 'begin() options');
-    const decision = await this.consume(keys, options);
+    const request = this.request(keys, options);
+    // The spend will be settled by its receipt: the store registers it in its keys' refund ledgers
+    // (one more write on this path only), so its first refund or adjustment is never lost to the
+    // ledger's bound. A lease needs none (it is released whatever the ledger holds).
+    const decision = await this.decide(
+      this.policy.algorithm === 'concurrency' ? request : { ...request, settles: true },
+      true,
+    );
     if (!decision.allowed) {
       throw decision.failure?.failMode === 'closed'
         ? new StoreUnavailableError(decision)

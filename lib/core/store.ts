@@ -22,6 +22,13 @@ export interface SpendRequest {
    * refused for lack of budget locks each key that refused out (see {@link BlockRule}).
    */
   readonly block?: BlockRule;
+  /**
+   * The spend will be settled by its receipt (`Limiter.begin`, `Limiter.attempt`): a store with a
+   * bounded refund ledger registers it as it is made, so that its first refund or adjustment is
+   * honoured however many other refunds the ledger has forgotten since. Ignored by a peek, and
+   * by a `concurrency` policy (a lease is released, not refunded through the ledger).
+   */
+  readonly settles?: boolean;
 }
 
 /** A store's answer to a {@link SpendRequest}. */

@@ -1,4 +1,4 @@
-import { limitArgs } from './script-reply.util';
+import { costArg, limitArgs } from './script-reply.util';
 import { storageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
@@ -20,7 +20,7 @@ export interface QueuedDecision {
 /**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
- * for a sliding log: its spend id).
+ * for a sliding log or a spend that will be settled: its spend id).
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
  * @param customClock whether a custom clock is used (each decision then carries its own reading)
@@ -64,9 +64,13 @@ export function batchCall(
     if (customClock) nows += d > 0 ? `,${decidedAt}` : decidedAt;
     decisions.push(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
-      request.cost,
+      costArg(request, spend),
     );
-    if (request.algorithm === 'sliding-log' || request.algorithm === 'concurrency') {
+    if (
+      request.algorithm === 'sliding-log' ||
+      request.algorithm === 'concurrency' ||
+      (spend && request.settles === true)
+    ) {
       decisions.push(spendId ?? '');
     }
   }

@@ -68,10 +68,14 @@ interface Entry {
   readonly born: number;
 }
 
-/** A caller key's refund ledger, as `lua/lib/refund-frame.lua` keeps it in Redis. */
+/** A caller key's refund ledger, as `lua/lib/ledger.lua` keeps it in Redis. */
 interface Ledger {
-  /** Refunded spend ids and their instants. */
-  readonly refunded: Map<string, number>;
+  /**
+   * Members and the instants of their spends, as in Redis: "<id>" refunded, "<id>=<cost>"
+   * adjusted, "+<id>" registered when spent and not settled yet, "+<id>=<cost>" such a spend
+   * adjusted.
+   */
+  readonly members: Map<string, number>;
   /** The last reset's mark (see `lua/reset/reset.lua`). */
   resetMark?: number;
   floor?: number;
@@ -102,7 +106,7 @@ interface LockoutJudgement {
 
 const DAY_MS = 86_400_000;
 
-/** At most this many refunded ids per caller key (older ones raise the floor). */
+/** At most this many ids per caller key (older ones raise the floor; registered spends are never trimmed). */
 const LEDGER_CAP = 124;
 
 /**
@@ -253,12 +257,14 @@ export class MemoryStore implements Store {
     for (const [k, key] of request.keys.entries()) {
       const ledgerName = ledgerKey('', key, request.policy);
       const ledger = this.live(ledgerName, now) as Ledger | undefined;
-      const adjusted = spendId && ledger ? adjustedCost(ledger, spendId, at) : undefined;
+      const entry =
+        spendId && ledger && now - at <= lifetime ? ledgerEntry(ledger, spendId, at) : undefined;
+      const adjusted = entry?.adjusted;
       // (an adjusted spend is not adjusted again)
       if (
         (target !== undefined && adjusted) ||
         this.forgotten(request, key) ||
-        settled(ledger, request, k, now, lifetime)
+        settled(ledger, request, k, now, lifetime, entry)
       )
         continue;
       const current = adjusted?.cost ?? request.cost;
@@ -288,9 +294,19 @@ export class MemoryStore implements Store {
         });
       }
       if (!spendId || (target === undefined && !given)) continue;
-      const marked = ledger ?? { refunded: new Map<string, number>() };
-      if (adjusted) marked.refunded.delete(adjusted.member);
-      remember(marked, target === undefined ? spendId : `${spendId}=${target}`, at, now, lifetime);
+      const marked = ledger ?? { members: new Map<string, number>() };
+      // A registered spend stays registered while it still holds something to give back (an
+      // adjustment to more than 0); its refund, or an adjustment to 0, settles it.
+      const pending = entry?.pending === true;
+      if (adjusted) marked.members.delete(adjusted.member);
+      else if (pending) marked.members.delete(`+${spendId}`);
+      const member =
+        target === undefined
+          ? spendId
+          : pending && target > 0
+            ? `+${spendId}=${target}`
+            : `${spendId}=${target}`;
+      remember(marked, member, at, now, lifetime);
       // As long as the spend can weigh (its `at` may be ahead of a clock that stepped back),
       // never shorter than before.
       const expiresAt = Math.max(now, at) + marked.lifetime!;
@@ -355,10 +371,28 @@ export class MemoryStore implements Store {
       this.entries.delete(name);
     }
     const ledger = (this.live(ledgerName, now) as Ledger | undefined) ?? {
-      refunded: new Map<string, number>(),
+      members: new Map<string, number>(),
     };
     ledger.resetMark = Math.max((ledger.resetMark ?? 0) + 1, now);
     this.write(ledgerName, ledger, expiresAt);
+  }
+
+  /**
+   * Registers a spend that will be settled by its receipt ("+<id>" at its instant) in the ledger of
+   * each of its keys, so that its first refund or adjustment is honoured whatever the ledger trims
+   * since; mirrors `register` in `lua/lib/ledger.lua`.
+   */
+  private register(request: SpendRequest, spendId: string, now: number): void {
+    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
+    for (const key of request.keys) {
+      const name = ledgerKey('', key, request.policy);
+      const ledger = (this.live(name, now) as Ledger | undefined) ?? {
+        members: new Map<string, number>(),
+      };
+      remember(ledger, `+${spendId}`, now, now, lifetime);
+      const expiresAt = now + ledger.lifetime!;
+      this.write(name, ledger, Math.max(expiresAt, this.entries.get(name)?.expiresAt ?? 0));
+    }
   }
 
   /** `{ resetMarks }` of a spend on the request's keys, or nothing when no key was ever reset. */
@@ -452,6 +486,10 @@ export class MemoryStore implements Store {
           this.touch(name); // refused: still in use (a locked-out caller must stay locked out)
         }
       }
+      // A spend that will be settled by its receipt is registered in its keys' ledgers (see
+      // `register` in lua/lib/ledger.lua).
+      if (allowed && spend && requests[r]!.settles === true)
+        this.register(requests[r]!, spendId!, now);
       // A caller's ledger is never older than its state, so eviction never keeps one without the
       // other's memory of refunds and resets.
       if (spend) {
@@ -714,6 +752,16 @@ export class MemoryStore implements Store {
   }
 }
 
+/** What a ledger holds of one spend (see `ledgerEntry` in `lua/lib/refund-frame.lua`). */
+interface LedgerEntry {
+  /** Refunded ("<id>"). */
+  readonly refunded: boolean;
+  /** Registered when spent and not settled yet ("+<id>", or "+<id>=<cost>" once adjusted). */
+  readonly pending: boolean;
+  /** Its adjustment, if it was adjusted: the new cost and the member recording it. */
+  readonly adjusted?: { cost: number; member: string };
+}
+
 /** Whether a refund must give nothing back; mirrors `settled` in `lua/lib/refund-frame.lua`. */
 function settled(
   ledger: Ledger | undefined,
@@ -721,50 +769,58 @@ function settled(
   k: number,
   now: number,
   lifetime: number,
+  entry: LedgerEntry | undefined,
 ): boolean {
+  if (entry?.refunded === true) return true;
   if (now - request.at > lifetime) return true; // it weighs on nothing any more (or might not)
   const mark = ledger?.resetMark;
   if (mark !== undefined && mark > (request.resetMarks?.[k] ?? 0)) return true; // reset since
-  if (ledger?.floor !== undefined && request.at <= ledger.floor) return true; // beyond the ledger
-  return request.spendId !== undefined && ledger?.refunded.has(request.spendId) === true;
+  // Beyond the ledger's memory, unless it holds the spend as registered and unsettled.
+  return entry?.pending !== true && ledger?.floor !== undefined && request.at <= ledger.floor;
 }
 
-/** The new cost of an adjusted spend and its ledger entry ("<id>=<cost>" at the spend's instant). */
-function adjustedCost(
-  ledger: Ledger,
-  spendId: string,
-  at: number,
-): { cost: number; member: string } | undefined {
-  const prefix = `${spendId}=`;
-  for (const [member, instant] of ledger.refunded) {
-    if (instant === at && member.startsWith(prefix)) {
-      return { cost: Number(member.slice(prefix.length)), member };
+/** The ledger's members at the spend's instant that name it (one pass, as Redis reads them). */
+function ledgerEntry(ledger: Ledger, spendId: string, at: number): LedgerEntry {
+  const plain = `${spendId}=`;
+  const mark = `+${spendId}`;
+  const pendingPrefix = `${mark}=`;
+  let refunded = false;
+  let pending = false;
+  let adjusted: { cost: number; member: string } | undefined;
+  for (const [member, instant] of ledger.members) {
+    if (instant !== at) continue;
+    if (member === spendId) refunded = true;
+    else if (member === mark) pending = true;
+    else if (member.startsWith(plain)) {
+      adjusted = { cost: Number(member.slice(plain.length)), member };
+    } else if (member.startsWith(pendingPrefix)) {
+      adjusted = { cost: Number(member.slice(pendingPrefix.length)), member };
+      pending = true;
     }
   }
-  return undefined;
+  return { refunded, pending, ...(adjusted && { adjusted }) };
 }
 
 /**
- * Records a refunded spend; prunes ids past the longest lifetime the ledger was written with (never
- * by the limits one receipt names: see `remember` in `lua/lib/refund-frame.lua`) and trims to the
- * cap (raising the floor).
+ * Writes a member; prunes ids past the longest lifetime the ledger was written with (never by the
+ * limits one receipt names: see `tidy` in `lua/lib/ledger.lua`) and trims to the cap: the oldest
+ * ids that are not registered spends ("+…") go, in Redis's order (instant, then member), and the
+ * floor rises to the latest of them.
  */
-function remember(
-  ledger: Ledger,
-  spendId: string,
-  at: number,
-  now: number,
-  lifetime: number,
-): void {
+function remember(ledger: Ledger, member: string, at: number, now: number, lifetime: number): void {
   ledger.lifetime = Math.max(lifetime, ledger.lifetime ?? 0);
-  ledger.refunded.set(spendId, at);
-  for (const [id, instant] of ledger.refunded) {
-    if (instant < now - ledger.lifetime) ledger.refunded.delete(id);
+  ledger.members.set(member, at);
+  for (const [id, instant] of ledger.members) {
+    if (instant < now - ledger.lifetime) ledger.members.delete(id);
   }
-  if (ledger.refunded.size <= LEDGER_CAP) return;
-  const oldest = [...ledger.refunded].sort(([, a], [, b]) => a - b);
-  for (const [id, instant] of oldest.slice(0, ledger.refunded.size - LEDGER_CAP)) {
-    ledger.refunded.delete(id);
+  let extra = ledger.members.size - LEDGER_CAP;
+  if (extra <= 0) return;
+  const oldest = [...ledger.members]
+    .filter(([id]) => !id.startsWith('+'))
+    .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0));
+  for (const [id, instant] of oldest) {
+    if (extra-- <= 0) break;
+    ledger.members.delete(id);
     ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
   }
 }

@@ -15,7 +15,14 @@ import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { expiryOffset, limitArgs, replyLength, resetMarks, toResult } from './script-reply.util';
+import {
+  costArg,
+  expiryOffset,
+  limitArgs,
+  replyLength,
+  resetMarks,
+  toResult,
+} from './script-reply.util';
 import {
   earliest,
   type GroupResult,
@@ -528,7 +535,7 @@ export class RedisStore implements Store {
     const reply = (await this.run(`${request.algorithm}/consume`, keys, [
       this.now(),
       this.expiryOffsetMs,
-      request.cost,
+      costArg(request, spend),
       spend ? '1' : '0',
       spendId ?? '',
       deadline,
@@ -667,7 +674,12 @@ export class RedisStore implements Store {
         request.block !== undefined,
       ))
         keys.push(key);
-      args.push(request.algorithm, request.cost, request.keys.length, ...limitArgs(request, true));
+      args.push(
+        request.algorithm,
+        costArg(request, spend === true),
+        request.keys.length,
+        ...limitArgs(request, true),
+      );
     }
     const sentAt = monotonicNow();
     const reply = (await this.run('stack/consume', keys, args)) as number[];

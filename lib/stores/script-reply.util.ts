@@ -80,6 +80,18 @@ export function limitArgs(request: SpendRequest, withBlock = false): Array<numbe
   return args;
 }
 
+/**
+ * A spend's cost for ARGV: the cost, or 'cost:lifetime' for a spend that will be settled by its
+ * receipt ({@link SpendRequest.settles}): the script then registers it in its keys' ledgers (see
+ * readCost in lua/lib/decide.lua and lua/lib/ledger.lua), with the policy's lifetime. Only on a
+ * spend: a peek writes nothing.
+ */
+export function costArg(request: SpendRequest, spend: boolean): number | string {
+  return spend && request.settles === true
+    ? `${request.cost}:${stateLifetimeMs(request.algorithm, request.limits)}`
+    : request.cost;
+}
+
 const DAY_MS = 86_400_000;
 
 /**

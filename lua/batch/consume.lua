@@ -19,8 +19,9 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            readRules in lib/decide.lua), then for l = 1..L:
            [j-1+3l] limit, [j+3l] window ms, [j+1+3l] burst; the next starts at j+2+3L
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
-           spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost; and,
-           for a sliding log only, its spend id
+           spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
+           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for a
+           sliding log or a spend that will be settled, its spend id
 Return the batch's clock reading, then 5 + K values per decision (6 + K with a lockout), as
        lib/consume-frame.lua returns them after its clock reading; a decision whose deadline had passed answers -1 and zeros
        (and wrote nothing); one whose evaluation raised an error (e.g. a key of another type)
@@ -31,7 +32,7 @@ Return the batch's clock reading, then 5 + K values per decision (6 + K with a l
 --#include lib/decide.lua
 
 -- One decision, as lib/consume-frame.lua makes it, its 5 + K reply values written from reply[n + 1].
-local function decide(reply, n, base, rules, spend, deadline, keyCount)
+local function decide(reply, n, base, rules, spend, deadline, keyCount, settleLife)
   if deadline and deadline ~= '' and now > tonumber(deadline) then
     reply[n + 1] = -1
     return
@@ -44,6 +45,7 @@ local function decide(reply, n, base, rules, spend, deadline, keyCount)
     allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   end
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
+  if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end
   reply[n + 1], reply[n + 2], reply[n + 3] = status(allowed, binding, refusing, limitCount), remaining, behind(wait, clockNow)
   reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), now
@@ -83,9 +85,10 @@ local function main()
     meta = (meta - meta % 2) / 2
     local keyCount = meta % stride
     local rules = sets[(meta - keyCount) / stride + 1]
-    cost = number(ARGV[j + 2])
+    local settleLife
+    cost, settleLife = readCost(ARGV[j + 2])
     j = j + 2
-    if rules.ids then
+    if rules.ids or settleLife then
       j = j + 1
       spendId = ARGV[j]
     else
@@ -93,7 +96,8 @@ local function main()
     end
     now = nows and tonumber(nows[d]) or batchNow
     local length = 5 + keyCount + (rules.block and 1 or 0)
-    local ok, err = pcall(decide, reply, n, base, rules, spend, deadlines and deadlines[d], keyCount)
+    local ok, err = pcall(decide, reply, n, base, rules, spend, deadlines and deadlines[d], keyCount,
+      settleLife)
     if not ok then
       for v = 1, length do reply[n + v] = 0 end
       reply[n + 1], reply[n + 2] = -2, type(err) == 'table' and err.err or tostring(err)

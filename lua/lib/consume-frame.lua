@@ -10,11 +10,14 @@ Included (by the script loader) at the end of lua/<algorithm>/consume.lua, which
   commit(key, ev, limit, window, burst)   writes the spend evaluated as `ev`
 
 KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l;
-       then one refund ledger per caller key: KEYS[K*L + k] (only its reset mark is read); then,
+       then one refund ledger per caller key: KEYS[K*L + k] (its reset mark is read; a spend that
+       will be settled is registered there); then,
        for a policy with a lockout, one lockout state per caller key: KEYS[K*(L+1) + k]
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
-       [3] cost: whole units to charge on every key
+       [3] cost: whole units to charge on every key; 'cost:lifetime' for a spend that will be
+           settled by its receipt (registered in the ledgers when allowed, see readCost in
+           lib/decide.lua)
        [4] mode: '1' spend, '0' peek (write nothing)
        [5] spend id: unique per spend (members of a sliding log), or ''
        [6] deadline: ms on the same clock as now, or '' for none. A script that runs after it (the
@@ -37,6 +40,8 @@ local function main()
   if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { now, -1 } end
 
   local clockNow = now
+  local settleLife
+  cost, settleLife = readCost(ARGV[3])
   local limitCount, rules = readRules(7)
   local keyCount = #KEYS / (limitCount + (rules.block and 2 or 1))
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
@@ -46,6 +51,7 @@ local function main()
   end
   local spend = ARGV[4] == '1'
   local resetAfter = settle(model, 0, keyCount, limitCount, rules, allowed, spend, false)
+  if allowed and spend and settleLife then register(keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end -- a refusal spends nothing
   local reply = { clockNow, status(allowed, binding, refusing, limitCount), remaining, behind(wait, clockNow),
     behind(resetAfter, clockNow), now }

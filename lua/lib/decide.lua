@@ -25,6 +25,8 @@ settle(model, base, keyCount, limitCount, rules, allowed, spend, unspent) commit
   `unspent` is asked for, resetAfterMs had nothing been spent (else 0); a policy with a lockout
   counts lockout ends in both and, for a refused spend, writes the lockouts it starts.
 ]]
+--#include lib/ledger.lua
+
 local evaluations = {}
 
 local function evaluation(i)
@@ -225,6 +227,19 @@ for v = 0, 256 do SMALL[v .. ''] = v end -- (no tostring while the library loads
 
 local function number(text)
   return SMALL[text] or tonumber(text)
+end
+
+--[[
+A spend's cost argument: 'cost', or 'cost:lifetime' for a spend that will be settled by its
+receipt (begin(), attempt()): returns the cost, and that lifetime (the policy's longest state, ms)
+or nil. Such a spend, once allowed, is registered in its keys' ledgers (`register`, see
+lib/ledger.lua), so that its first refund or adjustment is honoured whatever the ledger has
+trimmed since; a plain consume writes no ledger.
+]]
+local function readCost(text)
+  local c, life = string.match(text, '^(%d+):(%d+)$')
+  if c then return tonumber(c), tonumber(life) end
+  return number(text), nil
 end
 
 --[[

@@ -39,73 +39,47 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
 Return number of (key, limit) states that gave something back (or were charged)
 ]]
--- With the three markers and the id added before trimming, at most 128 entries: Redis keeps it a
--- compact listpack (a zset never converts back once it has held more).
-local LEDGER_CAP = 124
+--#include lib/ledger.lua
 
 -- What the ledger holds of spend `spendId` at `at`, from one read of the members scored by that
--- instant: whether it was refunded ("<id>"), and if it was adjusted its new cost and member.
+-- instant: whether it was refunded ("<id>"), if it was adjusted its new cost and member, and
+-- whether it was registered when it was made and is not settled yet ("+<id>", "+<id>=<cost>").
 local function ledgerEntry(ledger, at)
-  local prefix = spendId .. '='
+  local plain, mark = spendId .. '=', '+' .. spendId
+  local pendingPrefix = mark .. '='
   local instant = string.format('%d', at)
-  local refunded, adjustedTo, member = false, nil, nil
+  local refunded, adjustedTo, member, pending = false, nil, nil, false
   for _, m in ipairs(rcall('ZRANGE', ledger, instant, instant, 'BYSCORE')) do
     if m == spendId then
       refunded = true
-    elseif string.sub(m, 1, #prefix) == prefix then
-      adjustedTo, member = tonumber(string.sub(m, #prefix + 1)), m
+    elseif m == mark then
+      pending = true
+    elseif string.sub(m, 1, #plain) == plain then
+      adjustedTo, member = tonumber(string.sub(m, #plain + 1)), m
+    elseif string.sub(m, 1, #pendingPrefix) == pendingPrefix then
+      adjustedTo, member, pending = tonumber(string.sub(m, #pendingPrefix + 1)), m, true
     end
   end
-  return refunded, adjustedTo, member
+  return refunded, adjustedTo, member, pending
 end
 
 -- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
-local function settled(ledger, k, at, lifetime, limitCount, refunded)
+local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   if refunded or now - at > lifetime then return true end -- refunded already, or weighs on nothing
   local marks = rcall('ZMSCORE', ledger, 'reset', 'floor')
   local mark, floor = tonumber(marks[1]), tonumber(marks[2])
   if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
-  return floor ~= nil and at <= floor -- older than what the ledger still remembers
-end
-
-local MARKERS = { reset = true, floor = true, life = true }
-
-local function remember(ledger, at, lifetime, member)
-  local markers = rcall('ZMSCORE', ledger, 'reset', 'floor', 'life')
-  -- Ids are pruned by the longest lifetime the ledger was ever written with, never by the one a
-  -- receipt names: a receipt of an older configuration with shorter windows (or an edited one)
-  -- would otherwise forget ids that still count, and their copies would refund again.
-  local life = math.max(lifetime, tonumber(markers[3]) or 0)
-  rcall('ZADD', ledger, at, member)
-  rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - life))
-  -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows).
-  if markers[1] then rcall('ZADD', ledger, markers[1], 'reset') end
-  if markers[2] then rcall('ZADD', ledger, markers[2], 'floor') end
-  rcall('ZADD', ledger, life, 'life')
-  if rcall('ZCARD', ledger) > LEDGER_CAP then
-    -- The oldest ids go; the floor rises to the latest of them.
-    local extra = rcall('ZCARD', ledger) - LEDGER_CAP - 1 - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
-    local oldest = rcall('ZRANGE', ledger, 0, extra + 2, 'WITHSCORES')
-    local floor
-    for i = 1, #oldest, 2 do
-      if extra > 0 and not MARKERS[oldest[i]] then
-        rcall('ZREM', ledger, oldest[i])
-        floor, extra = oldest[i + 1], extra - 1
-      end
-    end
-    if floor then rcall('ZADD', ledger, 'GT', floor, 'floor') end
-  end
-  -- As long as the spend can weigh (its `at` may be ahead of a clock that stepped back), never
-  -- shorter than before.
-  local expireAt = math.max(now, at) + life + offset
-  if rcall('PEXPIRETIME', ledger) < expireAt then rcall('PEXPIREAT', ledger, expireAt) end
+  -- Older than what the ledger still remembers, unless the ledger holds it as registered and
+  -- unsettled (trimming never takes those).
+  return not pending and floor ~= nil and at <= floor
 end
 
 local function main()
   local at = tonumber(ARGV[4])
   local lifetime = tonumber(ARGV[6])
   local record = lifetime >= 0 and spendId ~= ''
-  if lifetime < 0 then lifetime = -lifetime end
+  local compensation = lifetime < 0
+  if compensation then lifetime = -lifetime end
   local limitCount = tonumber(ARGV[7])
   local keyCount = #KEYS / (limitCount + 1)
   local target = tonumber(ARGV[8 + 3 * limitCount + keyCount]) -- nil: a refund
@@ -114,11 +88,11 @@ local function main()
   for k = 1, keyCount do
     local first = (k - 1) * limitCount
     local ledger = KEYS[keyCount * limitCount + k]
-    local refunded, current, adjusted = false, nil, nil
-    if record and now - at <= lifetime then refunded, current, adjusted = ledgerEntry(ledger, at) end
+    local refunded, current, adjusted, pending = false, nil, nil, false
+    if record and now - at <= lifetime then refunded, current, adjusted, pending = ledgerEntry(ledger, at) end
     current = current or reserved
     -- (an adjusted spend is not adjusted again)
-    if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount, refunded) then
+    if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount, refunded, pending) then
       local given, apply = 0, refund
       keep, cost = 0, current
       if target then
@@ -131,14 +105,24 @@ local function main()
           given = given + apply(KEYS[first + l], limit, window, burst, at)
         end
       end
+      -- A registered spend stays registered while it still holds something to give back (an
+      -- adjustment to more than 0); its refund, or an adjustment to 0, settles it.
       if record and target then
-        remember(ledger, at, lifetime, spendId .. '=' .. string.format('%d', target))
+        if pending then rcall('ZREM', ledger, '+' .. spendId) end
+        local member = spendId .. '=' .. string.format('%d', target)
+        remember(ledger, at, lifetime, (pending and target > 0) and '+' .. member or member)
       elseif record and given > 0 then
-        if adjusted then rcall('ZREM', ledger, adjusted) end
+        if adjusted then
+          rcall('ZREM', ledger, adjusted)
+        elseif pending then
+          rcall('ZREM', ledger, '+' .. spendId)
+        end
         remember(ledger, at, lifetime, spendId)
       end
       reduced = reduced + given
     end
+    -- A compensation (Cluster) undoes a spend whose receipt was never issued: its registration goes.
+    if compensation and spendId ~= '' then rcall('ZREM', ledger, '+' .. spendId) end
   end
   return reduced
 end

@@ -16,7 +16,8 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [5] spend id, shared by the parts (their stored keys differ), or ''
        [6] deadline: ms on the same clock as now, or '' for none
        [7] P: number of parts; then per part, from position j (8 for the first):
-           [j] algorithm, [j+1] cost, [j+2] key count K, [j+3] L (or 'L:…', see readRules), then
+           [j] algorithm, [j+1] cost (or 'cost:lifetime' for a spend that will be settled, see
+           readCost in lib/decide.lua), [j+2] key count K, [j+3] L (or 'L:…', see readRules), then
            for l = 1..L:
            [j+1+3l] limit, [j+2+3l] window ms, [j+3+3l] burst; the next part starts at j+4+3L
 Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first; 0 if allowed),
@@ -66,9 +67,10 @@ local function main()
     if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
     local keyCount = tonumber(ARGV[j + 2])
     local limitCount, rules = readRules(j + 3)
+    local partCost, settleLife = readCost(ARGV[j + 1])
     parts[p] = {
-      model = model, cost = tonumber(ARGV[j + 1]), base = base, keyCount = keyCount,
-      limitCount = limitCount, rules = rules,
+      model = model, cost = partCost, base = base, keyCount = keyCount,
+      limitCount = limitCount, rules = rules, settleLife = settleLife,
     }
     j = j + 4 + 3 * limitCount
     base = base + keyCount * (limitCount + (rules.block and 2 or 1))
@@ -88,6 +90,9 @@ local function main()
     cost = part.cost
     local resetAfter, resetUnspent = settle(part.model, part.base, part.keyCount, part.limitCount,
       part.rules, allowed, spend, true)
+    if allowed and spend and part.settleLife then
+      register(part.base + part.keyCount * part.limitCount, part.keyCount, part.settleLife)
+    end
     -- A part that fitted while another refused reports no wait of its own and nothing spent.
     local remaining = allowed and part.remaining - cost or part.remaining
     local n = #reply
