@@ -1,4 +1,14 @@
-import { type Algorithm, type Attempt, Limiter, type Receipt } from '../../lib';
+import {
+  type Algorithm,
+  type Attempt,
+  Limiter,
+  RateLimitedError,
+  type Receipt,
+  RedisStore,
+  ledgerKey,
+  storageKey,
+} from '../../lib';
+import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
 // Finding 5 of the second core review: the ledger keeps at most 124 refunded ids per caller key;
@@ -93,6 +103,8 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     const limiter = limiterOn(backend, 'fixed-window', clock);
     // Two keys: on Cluster they sit in different slots, so the spend goes slot group by group.
     const keys = ['ip:203.0.113.7', 'email:5f4dcc3b5aa765d6'];
+    const slot = (key: string) => clusterSlot(storageKey('', key, 'floor', 0));
+    expect(slot(keys[0]!)).not.toBe(slot(keys[1]!));
     let slow!: Attempt;
     let release!: () => void;
     const finished = limiter.attempt(keys, async (attempt) => {
@@ -127,6 +139,60 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     expect(await remaining(limiter, 'k')).toBe(after);
   });
 
+  it('a begin() spend made before a reset refunds nothing, registered or not', async () => {
+    const clock = new TestClock();
+    const limiter = limiterOn(backend, 'fixed-window', clock);
+    const before = await limiter.begin('k', { cost: 5 });
+    clock.advance(1);
+    await limiter.reset('k');
+    await quickPairs(limiter, clock, 'k', 127);
+    await limiter.consume('k', { cost: 5 }); // kept: what a wrong refund would come off
+    expect(await remaining(limiter, 'k')).toBe(994);
+    before.refund();
+    await before.settle();
+    expect(await remaining(limiter, 'k')).toBe(994);
+  });
+
+  it('registrations stay within the budget: settled ones leave, refused begin()s write none', async () => {
+    const clock = new TestClock();
+    const store = backend.store(clock);
+    const limiter = new Limiter(store, {
+      name: 'signin',
+      algorithm: 'sliding-window',
+      limit: 5,
+      window: '15m',
+    });
+    // 600 sign-ins that succeed (refunded) and 600 settled to nothing (adjusted to 0)…
+    for (let i = 0; i < 1_200; i++) {
+      clock.advance(1);
+      const attempt = await limiter.begin('ip:1');
+      if (i % 2 === 0) attempt.refund();
+      else attempt.adjust(0);
+      await attempt.settle();
+    }
+    // …then 5 that fail (kept) and 50 refused: 5 registrations stay, for the 5 spends that hold
+    // the budget.
+    const failed: Attempt[] = [];
+    for (let i = 0; i < 5; i++) failed.push(await limiter.begin('ip:1'));
+    for (let i = 0; i < 50; i++) {
+      await expect(limiter.begin('ip:1')).rejects.toBeInstanceOf(RateLimitedError);
+    }
+    if (store instanceof RedisStore) {
+      const ledger = ledgerKey(store.prefix, 'ip:1', 'signin');
+      const members = await backend.client!.zrange(ledger, 0, -1);
+      expect(members.filter((m) => m.startsWith('+'))).toHaveLength(5);
+      expect(members.length).toBeLessThanOrEqual(128);
+      expect(await backend.client!.call('OBJECT', 'ENCODING', ledger)).toBe('listpack');
+    }
+    // Each of them still refunds exactly once, past a floor that has moved far beyond them.
+    for (const attempt of failed) {
+      attempt.refund();
+      await attempt.settle();
+      await limiter.refund(copy(attempt.decision.receipt));
+    }
+    expect(await remaining(limiter, 'ip:1')).toBe(4);
+  });
+
   it('a plain consume() receipt below the floor still refunds nothing (no spend is registered on that path)', async () => {
     const clock = new TestClock();
     const limiter = limiterOn(backend, 'fixed-window', clock);
@@ -136,4 +202,35 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     await limiter.refund(plain);
     expect(await remaining(limiter, 'k')).toBe(before);
   });
+});
+
+describe('redis cluster: a compensated begin() leaves no registration', () => {
+  const onCluster = stores.find((b) => b.name === 'cluster');
+  (onCluster ? it : it.skip)(
+    '50 begin()s refused by the later slot group leave the earlier group no registered spend, and no charge',
+    async () => {
+      const store = onCluster!.store() as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'pair',
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '1h',
+      });
+      const slot = (key: string) => clusterSlot(storageKey(store.prefix, key, 'pair', 0));
+      const [first, later] = ['ip:203.0.113.7', 'email:5f4dcc3b5aa765d6'].sort(
+        (a, b) => slot(a) - slot(b),
+      );
+      await limiter.consume(later!); // only the later group is exhausted
+      for (let i = 0; i < 50; i++) {
+        await expect(limiter.begin([first!, later!])).rejects.toBeInstanceOf(RateLimitedError);
+      }
+      const members = await onCluster!.client!.zrange(
+        ledgerKey(store.prefix, first!, 'pair'),
+        0,
+        -1,
+      );
+      expect(members.filter((m) => m.startsWith('+'))).toEqual([]);
+      expect((await limiter.peek(first!)).allowed).toBe(true);
+    },
+  );
 });
