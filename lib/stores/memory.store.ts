@@ -106,7 +106,7 @@ interface LockoutJudgement {
 
 const DAY_MS = 86_400_000;
 
-/** At most this many ids per caller key (older ones raise the floor; registered spends are never trimmed). */
+/** At most this many ids per caller key, registrations included (see `lua/lib/ledger.lua`). */
 const LEDGER_CAP = 124;
 
 /**
@@ -803,9 +803,10 @@ function ledgerEntry(ledger: Ledger, spendId: string, at: number): LedgerEntry {
 
 /**
  * Writes a member; prunes ids past the longest lifetime the ledger was written with (never by the
- * limits one receipt names: see `tidy` in `lua/lib/ledger.lua`) and trims to the cap: the oldest
- * ids that are not registered spends ("+…") go, in Redis's order (instant, then member), and the
- * floor rises to the latest of them.
+ * limits one receipt names: see `tidy` in `lua/lib/ledger.lua`) and trims to the cap as
+ * `trimOldest` there does: settled ids first, then registrations ("+…"), each oldest first in
+ * Redis's order (instant, then member); the floor rises to the latest of those taken off, a
+ * registration never adjusted ("+<id>") excepted.
  */
 function remember(ledger: Ledger, member: string, at: number, now: number, lifetime: number): void {
   ledger.lifetime = Math.max(lifetime, ledger.lifetime ?? 0);
@@ -815,12 +816,16 @@ function remember(ledger: Ledger, member: string, at: number, now: number, lifet
   }
   let extra = ledger.members.size - LEDGER_CAP;
   if (extra <= 0) return;
-  const oldest = [...ledger.members]
-    .filter(([id]) => !id.startsWith('+'))
-    .sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0));
-  for (const [id, instant] of oldest) {
+  const ordered = [...ledger.members].sort(
+    ([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0),
+  );
+  const ids = ordered.filter(([id]) => !id.startsWith('+'));
+  const registrations = ordered.filter(([id]) => id.startsWith('+'));
+  for (const [id, instant] of [...ids, ...registrations]) {
     if (extra-- <= 0) break;
     ledger.members.delete(id);
-    ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
+    if (!id.startsWith('+') || id.includes('=')) {
+      ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
+    }
   }
 }

@@ -237,9 +237,11 @@ lib/ledger.lua), so that its first refund or adjustment is honoured whatever the
 trimmed since; a plain consume writes no ledger.
 ]]
 local function readCost(text)
-  local c, life = string.match(text, '^(%d+):(%d+)$')
-  if c then return tonumber(c), tonumber(life) end
-  return number(text), nil
+  local small = SMALL[text]
+  if small then return small, nil end -- the common case: a plain cost, no pattern matched
+  local colon = string.find(text, ':', 1, true)
+  if not colon then return tonumber(text), nil end
+  return tonumber(string.sub(text, 1, colon - 1)), tonumber(string.sub(text, colon + 1))
 end
 
 --[[

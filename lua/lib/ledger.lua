@@ -6,46 +6,68 @@ record ids) and lib/decide.lua (a spend to be settled is registered as it is mad
 Members, each scored by the spend's instant: "<id>" refunded; "<id>=<cost>" adjusted to that cost;
 "+<id>" a spend registered as it was made (begin()/attempt(): it will be settled), not settled yet;
 "+<id>=<cost>" such a spend adjusted (still owed its refund). Plus the markers `reset`, `floor`
-and `life`. The cap counts every id; trimming takes the oldest ids that are not registered ("+…")
-and raises the floor to the latest of them. A registered entry leaves only when its spend is
-refunded (or adjusted to 0), when it is older than the ledger's lifetime, or with the ledger:
-each one is an unsettled spend that still holds budget, so how many there are is bounded by the
-budget, never by how many refunds the caller makes.
+and `life`. A registration leaves when its spend is refunded (or adjusted to 0), when it is older
+than the ledger's lifetime, or with the ledger.
+
+The cap counts every member but the markers. Over it, settled ids go first, oldest first, and the
+floor rises to the latest of them; registrations go only when more of them than the cap are
+unsettled on the key (oldest first). A registration never adjusted leaves without raising the
+floor: its spend was neither refunded nor adjusted, so judged by the floor alone its refund can
+be lost, never repeated nor mis-sized; an adjusted one raises it (its refund must give back the
+new cost or nothing).
 ]]
--- With the three markers and the id added before trimming, at most 128 entries: Redis keeps it a
--- compact listpack (a zset never converts back once it has held more). Registered entries count
--- too; only more of them than the cap (that many unsettled spends) can take it past.
+-- With the three markers and the member added before trimming, at most 128 entries: Redis keeps
+-- it a compact listpack (a zset never converts back once it has held more).
 local LEDGER_CAP = 124
 
 local MARKERS = { reset = true, floor = true, life = true }
 
--- Whether a member is a registered spend ("+<id>" or "+<id>=<cost>"): never trimmed by the cap.
+-- Whether a member is a registered spend ("+<id>" or "+<id>=<cost>"): trimmed last.
 local function registered(member)
   return string.byte(member, 1) == 43 -- '+'
 end
 
--- Takes the `extra` oldest trimmable ids off; the floor rises to the latest of them. Markers and
--- registered spends may sit among the oldest: the range read grows until enough are found.
-local function trimOldest(ledger, extra)
-  local span = extra + 3
-  while true do
-    local oldest = rcall('ZRANGE', ledger, 0, span - 1, 'WITHSCORES')
-    local doomed, floor = {}, nil
-    for i = 1, #oldest, 2 do
-      local m = oldest[i]
-      if #doomed < extra and not MARKERS[m] and not registered(m) then
-        doomed[#doomed + 1], floor = m, oldest[i + 1]
+-- Positions (in `list`, a ZRANGE WITHSCORES reply) of its settled ids and of its registrations.
+local function sortMembers(list)
+  local ids, registrations = {}, {}
+  for i = 1, #list, 2 do
+    local m = list[i]
+    if not MARKERS[m] then
+      if registered(m) then
+        registrations[#registrations + 1] = i
+      else
+        ids[#ids + 1] = i
       end
     end
-    if #doomed == extra or #oldest < 2 * span then
-      if floor then
-        rcall('ZREM', ledger, unpack(doomed))
-        rcall('ZADD', ledger, 'GT', floor, 'floor')
-      end
-      return
-    end
-    span = span * 2
   end
+  return ids, registrations
+end
+
+-- Takes `extra` members off a ledger over its cap (see above for which, and the floor).
+local function trimOldest(ledger, extra)
+  -- The markers sit among the oldest (`life` below every id): extra + 3 entries hold enough
+  -- settled ids unless registrations are there too; then the whole ledger is read (it never holds
+  -- more than the cap and the markers).
+  local span = extra + 3
+  local oldest = rcall('ZRANGE', ledger, 0, span - 1, 'WITHSCORES')
+  local ids, registrations = sortMembers(oldest)
+  if #ids < extra and #oldest == 2 * span then
+    oldest = rcall('ZRANGE', ledger, 0, -1, 'WITHSCORES')
+    ids, registrations = sortMembers(oldest)
+  end
+  local doomed, floor = {}, nil
+  for _, i in ipairs(ids) do
+    if #doomed == extra then break end
+    doomed[#doomed + 1], floor = oldest[i], tonumber(oldest[i + 1])
+  end
+  for _, i in ipairs(registrations) do
+    if #doomed == extra then break end
+    doomed[#doomed + 1] = oldest[i]
+    local score = tonumber(oldest[i + 1])
+    if string.find(oldest[i], '=', 1, true) and (not floor or score > floor) then floor = score end
+  end
+  if #doomed > 0 then rcall('ZREM', ledger, unpack(doomed)) end
+  if floor then rcall('ZADD', ledger, 'GT', string.format('%d', floor), 'floor') end
 end
 
 -- After `member` was written at `at`: prunes ids past the longest lifetime the ledger was written

@@ -208,6 +208,44 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     expect(await remaining(limiter, 'ip:1')).toBe(4);
   });
 
+  it('more unsettled begin()s than the cap: the ledger stays a listpack, the oldest registrations go, and nothing refunds twice', async () => {
+    const clock = new TestClock();
+    const store = backend.store(clock);
+    const limiter = new Limiter(store, {
+      name: 'open',
+      algorithm: 'fixed-window',
+      limit: 1_000,
+      window: '1h',
+    });
+    await limiter.consume('k', { cost: 10 }); // held throughout
+    const adjusted = await limiter.begin('k', { cost: 5 });
+    await limiter.adjust(adjusted.decision, 2); // registered as adjusted: "+<id>=2"
+    const open: Attempt[] = [];
+    for (let i = 0; i < 130; i++) {
+      clock.advance(1);
+      open.push(await limiter.begin('k'));
+    }
+    if (store instanceof RedisStore) {
+      const ledger = ledgerKey(store.prefix, 'k', 'open');
+      expect(await backend.client!.zcard(ledger)).toBeLessThanOrEqual(128);
+      expect(await backend.client!.call('OBJECT', 'ENCODING', ledger)).toBe('listpack');
+    }
+    const base = await remaining(limiter, 'k'); // 1000 - 10 - 2 - 130 - 1
+    expect(base).toBe(857);
+    // The adjusted registration went first and raised the floor: its refund is lost (the safe
+    // side), never given back at the reserved cost.
+    await limiter.refund(copy(adjusted.decision.receipt));
+    expect(await remaining(limiter, 'k')).toBe(base);
+    // The oldest plain registrations went without raising the floor: every open spend still
+    // refunds exactly once, copies nothing.
+    for (const attempt of open) {
+      attempt.refund();
+      await attempt.settle();
+      await limiter.refund(copy(attempt.decision.receipt));
+    }
+    expect(await remaining(limiter, 'k')).toBe(base + 130);
+  });
+
   it('a plain consume() receipt below the floor still refunds nothing (no spend is registered on that path)', async () => {
     const clock = new TestClock();
     const limiter = limiterOn(backend, 'fixed-window', clock);
