@@ -804,8 +804,9 @@ function ledgerEntry(ledger: Ledger, spendId: string, at: number): LedgerEntry {
 /**
  * Writes a member; prunes ids past the longest lifetime the ledger was written with (never by the
  * limits one receipt names: see `tidy` in `lua/lib/ledger.lua`) and trims to the cap as
- * `trimOldest` there does: settled ids first, then registrations ("+…"), each oldest first in
- * Redis's order (instant, then member); the floor rises to the latest of those taken off, a
+ * `trimOldest` there does: settled ids first, oldest first (by instant, then member: Redis's
+ * order); then registrations ("+…"), the last ones in Redis's order of their scores -(at + 1)
+ * (latest instant first, then member). The floor rises to the latest instant taken off, a
  * registration never adjusted ("+<id>") excepted.
  */
 function remember(ledger: Ledger, member: string, at: number, now: number, lifetime: number): void {
@@ -816,16 +817,21 @@ function remember(ledger: Ledger, member: string, at: number, now: number, lifet
   }
   let extra = ledger.members.size - LEDGER_CAP;
   if (extra <= 0) return;
-  const ordered = [...ledger.members].sort(
-    ([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0),
-  );
-  const ids = ordered.filter(([id]) => !id.startsWith('+'));
-  const registrations = ordered.filter(([id]) => id.startsWith('+'));
-  for (const [id, instant] of [...ids, ...registrations]) {
-    if (extra-- <= 0) break;
+  const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  const ids = [...ledger.members]
+    .filter(([id]) => !id.startsWith('+'))
+    .sort(([a, x], [b, y]) => x - y || byName(a, b));
+  for (const [id, instant] of ids) {
+    if (extra === 0) return;
+    extra--;
     ledger.members.delete(id);
-    if (!id.startsWith('+') || id.includes('=')) {
-      ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
-    }
+    ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
+  }
+  const registrations = [...ledger.members]
+    .filter(([id]) => id.startsWith('+'))
+    .sort(([a, x], [b, y]) => y - x || byName(a, b));
+  for (const [id, instant] of registrations.slice(Math.max(registrations.length - extra, 0))) {
+    ledger.members.delete(id);
+    if (id.includes('=')) ledger.floor = Math.max(ledger.floor ?? -Infinity, instant);
   }
 }

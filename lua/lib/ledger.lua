@@ -3,15 +3,17 @@ lib/ledger.lua: writes to a caller key's refund ledger (a sorted set in the key'
 holds and how refunds read it: see lib/refund-frame.lua). Included by lib/refund-frame.lua (refunds
 record ids) and lib/decide.lua (a spend to be settled is registered as it is made).
 
-Members, each scored by the spend's instant: "<id>" refunded; "<id>=<cost>" adjusted to that cost;
-"+<id>" a spend registered as it was made (begin()/attempt(): it will be settled), not settled yet;
-"+<id>=<cost>" such a spend adjusted (still owed its refund). Plus the markers `reset`, `floor`
-and `life`. A registration leaves when its spend is refunded (or adjusted to 0), when it is older
-than the ledger's lifetime, or with the ledger.
+Members: "<id>" refunded and "<id>=<cost>" adjusted to that cost, scored by the spend's instant
+`at` (≥ 0); "+<id>" a spend registered as it was made (begin()/attempt(): it will be settled),
+not settled yet, and "+<id>=<cost>" such a spend adjusted (still owed its refund), scored by
+-(at + 1), below every id and marker, so that reading the oldest ids never walks over
+registrations; plus the markers `reset`, `floor` and `life` (positive scores). A registration
+leaves when its spend is refunded (or adjusted to 0), when it is older than the ledger's lifetime,
+or with the ledger.
 
 The cap counts every member but the markers. Over it, settled ids go first, oldest first, and the
 floor rises to the latest of them; registrations go only when more of them than the cap are
-unsettled on the key (oldest first). A registration never adjusted leaves without raising the
+unsettled on the key, oldest first. A registration never adjusted leaves without raising the
 floor: its spend was neither refunded nor adjusted, so judged by the floor alone its refund can
 be lost, never repeated nor mis-sized; an adjusted one raises it (its refund must give back the
 new cost or nothing).
@@ -22,66 +24,58 @@ local LEDGER_CAP = 124
 
 local MARKERS = { reset = true, floor = true, life = true }
 
--- Whether a member is a registered spend ("+<id>" or "+<id>=<cost>"): trimmed last.
+-- Whether a member is a registered spend ("+<id>" or "+<id>=<cost>").
 local function registered(member)
   return string.byte(member, 1) == 43 -- '+'
 end
 
--- Positions (in `list`, a ZRANGE WITHSCORES reply) of its settled ids and of its registrations.
-local function sortMembers(list)
-  local ids, registrations = {}, {}
-  for i = 1, #list, 2 do
-    local m = list[i]
-    if not MARKERS[m] then
-      if registered(m) then
-        registrations[#registrations + 1] = i
-      else
-        ids[#ids + 1] = i
-      end
-    end
-  end
-  return ids, registrations
+-- The score of a member for a spend at `at`, as a ZADD argument.
+local function scoreOf(member, at)
+  return string.format('%d', registered(member) and -(at + 1) or at)
 end
 
 -- Takes `extra` members off a ledger over its cap (see above for which, and the floor).
 local function trimOldest(ledger, extra)
-  -- The markers sit among the oldest (`life` below every id): extra + 3 entries hold enough
-  -- settled ids unless registrations are there too; then the whole ledger is read (it never holds
-  -- more than the cap and the markers).
-  local span = extra + 3
-  local oldest = rcall('ZRANGE', ledger, 0, span - 1, 'WITHSCORES')
-  local ids, registrations = sortMembers(oldest)
-  if #ids < extra and #oldest == 2 * span then
-    oldest = rcall('ZRANGE', ledger, 0, -1, 'WITHSCORES')
-    ids, registrations = sortMembers(oldest)
-  end
+  -- The oldest ids: the markers may sit among them (`life` below every id), three at most.
+  local oldest = rcall('ZRANGE', ledger, 0, '+inf', 'BYSCORE', 'LIMIT', 0, extra + 3, 'WITHSCORES')
   local doomed, floor = {}, nil
-  for _, i in ipairs(ids) do
+  for i = 1, #oldest, 2 do
     if #doomed == extra then break end
-    doomed[#doomed + 1], floor = oldest[i], tonumber(oldest[i + 1])
+    if not MARKERS[oldest[i]] then doomed[#doomed + 1], floor = oldest[i], oldest[i + 1] end
   end
-  for _, i in ipairs(registrations) do
-    if #doomed == extra then break end
-    doomed[#doomed + 1] = oldest[i]
-    local score = tonumber(oldest[i + 1])
-    if string.find(oldest[i], '=', 1, true) and (not floor or score > floor) then floor = score end
+  local left = extra - #doomed
+  if left > 0 then
+    -- More registrations than the cap: the oldest go (the highest scores, read in score order).
+    local count = rcall('ZCOUNT', ledger, '-inf', -1)
+    local last = rcall('ZRANGE', ledger, '-inf', -1, 'BYSCORE', 'LIMIT', math.max(count - left, 0), left,
+      'WITHSCORES')
+    for i = 1, #last, 2 do
+      doomed[#doomed + 1] = last[i]
+      local at = -tonumber(last[i + 1]) - 1
+      if string.find(last[i], '=', 1, true) and (not floor or at > tonumber(floor)) then
+        floor = string.format('%d', at)
+      end
+    end
   end
   if #doomed > 0 then rcall('ZREM', ledger, unpack(doomed)) end
-  if floor then rcall('ZADD', ledger, 'GT', string.format('%d', floor), 'floor') end
+  if floor then rcall('ZADD', ledger, 'GT', floor, 'floor') end
 end
 
--- After `member` was written at `at`: prunes ids past the longest lifetime the ledger was written
--- with, trims to the cap, and keeps the ledger as long as the spend can weigh.
+-- After a member was written for a spend at `at`: prunes members past the longest lifetime the
+-- ledger was written with, trims to the cap, and keeps the ledger as long as the spend can weigh.
 local function tidy(ledger, at, lifetime)
   local markers = rcall('ZMSCORE', ledger, 'reset', 'floor', 'life')
   -- Ids are pruned by the longest lifetime the ledger was ever written with, never by the one a
   -- receipt names: a receipt of an older configuration with shorter windows (or an edited one)
   -- would otherwise forget ids that still count, and their copies would refund again.
   local life = math.max(lifetime, tonumber(markers[3]) or 0)
-  rcall('ZREMRANGEBYSCORE', ledger, '-inf', '(' .. string.format('%d', now - life))
-  -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows).
-  if markers[1] then rcall('ZADD', ledger, markers[1], 'reset') end
-  if markers[2] then rcall('ZADD', ledger, markers[2], 'floor') end
+  local since = now - life -- members of spends before it go
+  rcall('ZREMRANGEBYSCORE', ledger, 0, '(' .. string.format('%d', since))
+  if since > 0 then rcall('ZREMRANGEBYSCORE', ledger, '(' .. string.format('%d', -(since + 1)), -1) end
+  -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows), so
+  -- those it took are put back.
+  if markers[1] and tonumber(markers[1]) < since then rcall('ZADD', ledger, markers[1], 'reset') end
+  if markers[2] and tonumber(markers[2]) < since then rcall('ZADD', ledger, markers[2], 'floor') end
   rcall('ZADD', ledger, life, 'life')
   local extra = rcall('ZCARD', ledger) - LEDGER_CAP - 1 - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
   if extra > 0 then trimOldest(ledger, extra) end
@@ -92,7 +86,7 @@ local function tidy(ledger, at, lifetime)
 end
 
 local function remember(ledger, at, lifetime, member)
-  rcall('ZADD', ledger, at, member)
+  rcall('ZADD', ledger, scoreOf(member, at), member)
   tidy(ledger, at, lifetime)
 end
 
@@ -103,9 +97,10 @@ since. Out of memory, Redis refuses the write: the spend stands, unregistered (i
 judged by the floor, as a plain consume's).
 ]]
 local function register(ledgerBase, keyCount, lifetime)
+  local member = '+' .. spendId
   for k = 1, keyCount do
     local ledger = KEYS[ledgerBase + k]
-    local added = redis.pcall('ZADD', ledger, now, '+' .. spendId)
+    local added = redis.pcall('ZADD', ledger, scoreOf(member, now), member)
     if type(added) == 'table' and added.err then return end
     tidy(ledger, now, lifetime)
   end

@@ -52,10 +52,15 @@ local function ledgerEntry(ledger, at)
   for _, m in ipairs(rcall('ZRANGE', ledger, instant, instant, 'BYSCORE')) do
     if m == spendId then
       refunded = true
-    elseif m == mark then
-      pending = true
     elseif string.sub(m, 1, #plain) == plain then
       adjustedTo, member = tonumber(string.sub(m, #plain + 1)), m
+    end
+  end
+  -- Registrations are scored apart (see lib/ledger.lua).
+  local registeredAt = string.format('%d', -(at + 1))
+  for _, m in ipairs(rcall('ZRANGE', ledger, registeredAt, registeredAt, 'BYSCORE')) do
+    if m == mark then
+      pending = true
     elseif string.sub(m, 1, #pendingPrefix) == pendingPrefix then
       adjustedTo, member, pending = tonumber(string.sub(m, #pendingPrefix + 1)), m, true
     end

@@ -246,6 +246,33 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     expect(await remaining(limiter, 'k')).toBe(base + 130);
   });
 
+  it('registrations of spends past the lifetime leave the ledger with the next write', async () => {
+    const clock = new TestClock();
+    const store = backend.store(clock);
+    const limiter = new Limiter(store, {
+      name: 'stale',
+      algorithm: 'fixed-window',
+      limit: 1_000,
+      window: '1m', // lifetime: one minute
+    });
+    for (let i = 0; i < 100; i++) await limiter.begin('k'); // kept: registered, never settled
+    clock.advance(60_001);
+    const fresh = await limiter.begin('k');
+    const registrations = async () => {
+      if (store instanceof RedisStore) {
+        const members = await backend.client!.zrange(ledgerKey(store.prefix, 'k', 'stale'), 0, -1);
+        return members.filter((m) => m.startsWith('+'));
+      }
+      const entries = Reflect.get(store, 'entries') as Map<
+        string,
+        { value: { members: Map<string, number> } }
+      >;
+      const members = [...entries.get(ledgerKey('', 'k', 'stale'))!.value.members.keys()];
+      return members.filter((m) => m.startsWith('+'));
+    };
+    expect(await registrations()).toEqual([`+${fresh.decision.receipt.spendId!}`]);
+  });
+
   it('a plain consume() receipt below the floor still refunds nothing (no spend is registered on that path)', async () => {
     const clock = new TestClock();
     const limiter = limiterOn(backend, 'fixed-window', clock);
