@@ -13,21 +13,23 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
       adds `cost` units to the spend at `at` (above its `keep` units) where they would have been
       charged with it; nothing where the spend no longer weighs (its window is over)
 
-Each caller key also has a ledger (a sorted set, same hash tag): the ids of spends already
-refunded, scored by the spend's instant, plus two markers: `reset` (scored by the last reset's
-mark, see reset/reset.lua), `floor` (the latest instant of ids trimmed from a full ledger) and `life`
-(scored by the longest policy lifetime it was written with: ids are pruned by it, never by the
-limits a receipt names). A
-spend gives nothing back when it is older than the policy's lifetime, not on a key reset since
-(its receipt keeps the key's mark when it was charged: a reset since moved it; no clock is
-compared, so a reset in the same millisecond as the spend, before or after it, is told apart), not
-at or below the floor, and not twice (however many copies of its receipt come back). An adjusted
-spend is recorded as "<id>=<new cost>" (same score): it is adjusted at most once, and a refund
-after it gives back the new cost (then the member becomes "<id>"). The ledger keeps only ids within the lifetime,
-at most 124 of them (a compact listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key stays bounded
-whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued for and is
-not recorded. A refund writes nothing when it gives nothing back; an adjustment is always recorded
-(so a copy of its receipt, or a later refund, knows it).
+Each caller key also has a ledger (a sorted set, same hash tag; its members and how it is trimmed:
+lib/ledger.lua): the ids of spends already refunded, scored by the spend's instant; the spends of
+begin()/attempt() not settled yet, registered when they were made ("+<id>"); and three markers:
+`reset` (scored by the last reset's mark, see reset/reset.lua), `floor` (the latest instant of ids
+trimmed from a full ledger) and `life` (scored by the longest policy lifetime it was written with:
+ids are pruned by it, never by the limits a receipt names). A spend gives nothing back when it is
+older than the policy's lifetime, not on a key reset since (its receipt keeps the key's mark when
+it was charged: a reset since moved it; no clock is compared, so a reset in the same millisecond
+as the spend, before or after it, is told apart), not at or below the floor unless the ledger
+holds it as registered, and not twice (however many copies of its receipt come back). An adjusted
+spend is recorded as "<id>=<new cost>" ("+<id>=<new cost>" while registered and owed a refund):
+it is adjusted at most once, and a refund after it gives back the new cost (then the member
+becomes "<id>"). The ledger keeps only members within the lifetime, at most 124 of them (a compact
+listpack of at most 128 entries, ~3 KB), and expires with its newest entry: memory per caller key
+stays bounded whatever the traffic. A compensation (Cluster) refunds a spend no receipt was issued
+for: it is not recorded, and its registration goes. A refund writes nothing when it gives nothing
+back; an adjustment is always recorded (so a copy of its receipt, or a later refund, knows it).
 
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
