@@ -614,6 +614,7 @@ export class Limiter {
     parts: readonly StackPart[],
     spend: boolean,
     caller: string,
+    settles = false,
   ): Promise<StackedDecision> {
     if (!isList(parts) || parts.length === 0) {
       throw new TypeError(`${caller}() needs a non-empty array of { limiter, keys, cost? }`);
@@ -632,7 +633,11 @@ export class Limiter {
             'a stack is one decision on one store',
         );
       }
-      const request = part.limiter.request(part.keys, { cost: part.cost });
+      const asked = part.limiter.request(part.keys, { cost: part.cost });
+      // A spend to be settled by its receipts (beginAll) is registered in its keys' ledgers, as
+      // begin() does; a lease needs none.
+      const request =
+        settles && asked.algorithm !== 'concurrency' ? { ...asked, settles: true } : asked;
       for (const key of request.keys) {
         const pair = `${request.policy}\u0000${key}`;
         if (seen.has(pair)) {
@@ -831,7 +836,7 @@ export class Limiter {
       1,
       'beginAll() takes one argument (the parts: an array of { limiter, keys, cost? }); it has no options',
     );
-    const stacked = await Limiter.decideAll(parts, true, 'beginAll');
+    const stacked = await Limiter.decideAll(parts, true, 'beginAll', true);
     if (!stacked.allowed) throw refusedError(stacked.refusedBy ?? stacked.decisions[0]!);
     return new Attempt(
       stacked.decisions[0]!,

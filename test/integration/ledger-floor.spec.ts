@@ -73,6 +73,42 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     },
   );
 
+  it.each(ALL)(
+    '%s: a Limiter.beginAll() spend older than 127 later refunds refunds exactly its cost on every part, once',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const limiter = limiterOn(backend, algorithm, clock);
+      const other = new Limiter(limiter.store, {
+        name: 'floor.other',
+        algorithm: 'fixed-window',
+        limit: 1_000,
+        window: '1h',
+      });
+      await limiter.consume('k', { cost: 10 }); // held throughout: the state is never emptied
+      await other.consume('d', { cost: 10 });
+      const long = await Limiter.beginAll([
+        { limiter, keys: 'k', cost: 3 },
+        { limiter: other, keys: 'd', cost: 2 },
+      ]);
+      await quickPairs(limiter, clock, 'k', 127);
+      await quickPairs(other, clock, 'd', 127);
+      clock.advance(1);
+      const before = [await remaining(limiter, 'k'), await remaining(other, 'd')];
+      long.refund();
+      await long.settle();
+      expect([await remaining(limiter, 'k'), await remaining(other, 'd')]).toEqual([
+        before[0]! + 3,
+        before[1]! + 2,
+      ]);
+      // Trimmed since: copies of its receipts give nothing.
+      await quickPairs(limiter, clock, 'k', 130);
+      await limiter.consume('k', { cost: 20 });
+      const after = await remaining(limiter, 'k');
+      await limiter.refund(copy(long.stacked!.decisions[0]!.receipt));
+      expect(await remaining(limiter, 'k')).toBe(after);
+    },
+  );
+
   it.each(WINDOWS)(
     '%s: adjust() of a begin() spend after 200 later adjustments settles to the actual cost, once',
     async (algorithm) => {
