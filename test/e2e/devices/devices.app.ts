@@ -19,6 +19,7 @@ import { APP_GUARD } from '@nestjs/core';
 import {
   Attempt,
   type DevicesOptions,
+  type PolicyDefinition,
   type HttpResponseLike,
   RedlimitDevices,
   RedlimitGuard,
@@ -72,9 +73,14 @@ export interface DevicesAppOptions {
   /** The module's key prefix (the RedisStore's prefix too, when the store is one). */
   readonly prefix: string;
   readonly devices?: DevicesOptions;
+  /** The sign-in policy's name (default `'sign-in'`). */
+  readonly policyName?: string;
+  /** Further policies of the app's own. */
+  readonly extraPolicies?: Readonly<Record<string, PolicyDefinition>>;
 }
 
 export function devicesApp(options: DevicesAppOptions): Type {
+  const signInPolicy = options.policyName ?? 'sign-in';
   @Controller('auth')
   class AuthController {
     constructor(private readonly devices: RedlimitDevices) {}
@@ -84,7 +90,7 @@ export function devicesApp(options: DevicesAppOptions): Type {
     @HttpCode(200)
     signIn(
       @Body() body: { email?: string; password?: string },
-      @Attempt(['ip', 'body.email'], { policy: 'sign-in', devices: 'body.email' })
+      @Attempt(['ip', 'body.email'], { policy: signInPolicy, devices: 'body.email' })
       attempt: Attempt,
       @Res({ passthrough: true }) response: CookieResponse,
     ): { user: string } {
@@ -108,7 +114,7 @@ export function devicesApp(options: DevicesAppOptions): Type {
     signInLenient(
       @Body() body: { email?: unknown; password?: unknown },
       @Attempt(['ip', 'body.email'], {
-        policy: 'sign-in',
+        policy: signInPolicy,
         devices: 'body.email',
         refundOn: (outcome) =>
           !(outcome.ok === false && outcome.error instanceof UnauthorizedException),
@@ -148,7 +154,8 @@ export function devicesApp(options: DevicesAppOptions): Type {
         headers: 'ietf',
         clientIp: { trustedProxies: ['loopback'] },
         policies: {
-          'sign-in': {
+          ...options.extraPolicies,
+          [signInPolicy]: {
             algorithm: 'fixed-window',
             limit: SIGN_IN_LIMIT,
             window: SIGN_IN_WINDOW_MS,

@@ -1,0 +1,171 @@
+/**
+ * Trusted devices (issue 27) attacked where the first specs did not look, on Express and Fastify,
+ * on Redis and on the in-memory store: cookies a sibling subdomain plants beside the owner's
+ * (more of them than the candidates tried; a validly signed but revoked token sent first), a
+ * sign-in to another account from the owner's browser, and policy names the devices' lifetime
+ * policy (`<policy>.devices`) cannot take.
+ */
+import type { Redis } from 'ioredis';
+import { MemoryStore, RedisStore, RedlimitDevices, type Store } from '../../../lib/nest';
+import { createTestClient, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+import {
+  ADA,
+  devicesApp,
+  type DevicesAppOptions,
+  GRACE,
+  ManualClock,
+  SIGN_IN_LIMIT,
+  SIGN_IN_WINDOW_MS,
+} from './devices.app';
+
+type StoreKind = 'redis' | 'memory';
+const STORES: StoreKind[] = ['redis', 'memory'];
+
+const OWNER_IP = '198.51.100.7';
+const COOKIE = 'redlimit_device';
+
+/** The device token a response sets; fails the spec when there is none. */
+function tokenOf(response: Response): string {
+  const cookie = response.headers.getSetCookie().find((line) => line.startsWith(`${COOKIE}=`));
+  if (cookie === undefined) {
+    throw new Error(
+      `expected a ${COOKIE} cookie; got ${JSON.stringify(response.headers.getSetCookie())}`,
+    );
+  }
+  return cookie.slice(COOKIE.length + 1).split(';')[0]!;
+}
+
+/** A token of the right shape whose MAC is wrong (costs the server a MAC check). */
+function forged(i: number): string {
+  const nonce = `forgedforgedforged${String(i).padStart(4, '0')}`;
+  return `v1.${nonce}.0.${Math.floor(Date.now() / 1000) + 3600}.${'A'.repeat(43)}`;
+}
+
+describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => {
+  describe.each(STORES)('on the %s store', (kind) => {
+    let client: Redis | undefined;
+    let app: RunningApp;
+    let running: RunningApp | undefined;
+    let clock: ManualClock;
+    let prefix: string;
+    let addresses = 0;
+    const fresh = (): string => {
+      addresses++;
+      return `203.0.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
+    };
+
+    beforeAll(() => {
+      if (kind === 'redis') client = createTestClient();
+    });
+    afterAll(async () => {
+      await client?.quit();
+    });
+    afterEach(async () => {
+      await running?.close();
+      running = undefined;
+    });
+
+    async function boot(options: Partial<DevicesAppOptions> = {}): Promise<void> {
+      clock = new ManualClock(
+        Math.floor(Date.now() / SIGN_IN_WINDOW_MS) * SIGN_IN_WINDOW_MS + 1000,
+      );
+      prefix = uniquePrefix('e2e-devices-review');
+      const store: Store =
+        kind === 'redis'
+          ? new RedisStore({ client: client!, prefix, clock: clock.read })
+          : new MemoryStore({ clock: clock.read });
+      running = app = await startApp(devicesApp({ store, prefix, ...options }), platform);
+    }
+
+    const signIn = (email: string, password: string, ip: string, cookie?: string) => {
+      const headers: Record<string, string> = { 'x-forwarded-for': ip };
+      if (cookie !== undefined) headers.cookie = cookie;
+      return app.request('/auth/sign-in', { method: 'POST', headers, body: { email, password } });
+    };
+
+    async function ownerToken(email = ADA.email, password = ADA.password): Promise<string> {
+      const response = await signIn(email, password, OWNER_IP);
+      expect(response.status).toBe(200);
+      return tokenOf(response);
+    }
+
+    async function lockAccount(email: string): Promise<void> {
+      for (let i = 0; i < SIGN_IN_LIMIT; i++) {
+        expect((await signIn(email, `guess ${i}`, fresh())).status).toBe(401);
+      }
+      expect((await signIn(email, 'guess', fresh())).status).toBe(429);
+    }
+
+    it("attack: eight cookies of the device cookie's name planted before the owner's (a sibling subdomain, a longer Path) shadow the owner's token", async () => {
+      await boot();
+      const token = await ownerToken();
+      await lockAccount(ADA.email);
+      const plantings: Array<[string, string[]]> = [
+        ['junk', Array.from({ length: 8 }, (_, i) => `x${i}`)],
+        ['forged, well-formed', Array.from({ length: 8 }, (_, i) => forged(i))],
+        ['forged, well-formed, 40 of them', Array.from({ length: 40 }, (_, i) => forged(i))],
+      ];
+      for (const [label, planted] of plantings) {
+        const cookie = [...planted, token].map((value) => `${COOKIE}=${value}`).join('; ');
+        const owner = await signIn(ADA.email, ADA.password, OWNER_IP, cookie);
+        expect({ label, status: owner.status }).toEqual({ label, status: 200 });
+      }
+    });
+
+    it("attack: a validly signed but revoked token of the owner's login, sent before the owner's live one, shadows it", async () => {
+      await boot();
+      const revoked = await ownerToken();
+      await app.app.get(RedlimitDevices).revokeAll(ADA.email);
+      // The owner signs in again (a new token, at the new epoch); the old one is planted back
+      // (kept by a stolen copy, and set for the parent domain with a longer Path).
+      const live = await ownerToken();
+      await lockAccount(ADA.email);
+      expect((await signIn(ADA.email, ADA.password, OWNER_IP, `${COOKIE}=${live}`)).status).toBe(
+        200,
+      );
+      const owner = await signIn(
+        ADA.email,
+        ADA.password,
+        OWNER_IP,
+        `${COOKIE}=${revoked}; ${COOKIE}=${live}`,
+      );
+      expect(owner.status).toBe(200);
+    });
+
+    it("attack: signing in to another account from the owner's browser (login CSRF, a shared computer) replaces the owner's device cookie, and the owner is locked out", async () => {
+      await boot();
+      const adaToken = await ownerToken();
+      // The same browser signs in as Grace, sending Ada's cookie; the browser keeps what it is set.
+      const grace = await signIn(GRACE.email, GRACE.password, OWNER_IP, `${COOKIE}=${adaToken}`);
+      expect(grace.status).toBe(200);
+      const jar = new Map<string, string>([['/', adaToken]]);
+      for (const line of grace.headers.getSetCookie()) {
+        if (!line.startsWith(`${COOKIE}=`)) continue;
+        const path = /;\s*path=([^;]*)/i.exec(line)?.[1] ?? '/';
+        jar.set(path, line.slice(COOKIE.length + 1).split(';')[0]!);
+      }
+      await lockAccount(ADA.email);
+      const cookie = [...jar.values()].map((value) => `${COOKIE}=${value}`).join('; ');
+      expect((await signIn(ADA.email, ADA.password, OWNER_IP, cookie)).status).toBe(200);
+    });
+
+    it('attack: a sign-in policy whose name is longer than 56 characters answers 500 to every owner who holds a device token', async () => {
+      await boot({ policyName: `sign-in-${'x'.repeat(52)}` }); // 60 characters, a valid name
+      const token = await ownerToken();
+      const owner = await signIn(ADA.email, ADA.password, OWNER_IP, `${COOKIE}=${token}`);
+      expect(owner.status).toBe(200);
+    });
+
+    it("attack: an app policy named '<sign-in policy>.devices' answers 500 to every owner who holds a device token", async () => {
+      await boot({
+        extraPolicies: {
+          'sign-in.devices': { algorithm: 'sliding-window', limit: 3, window: '1m' },
+        },
+      });
+      const token = await ownerToken();
+      const owner = await signIn(ADA.email, ADA.password, OWNER_IP, `${COOKIE}=${token}`);
+      expect(owner.status).toBe(200);
+    });
+  });
+});
