@@ -53,6 +53,11 @@ export function deviceEpochKey(loginKey: string): string {
 /** Longer input is not a token; checked before any parsing, so junk costs nothing to reject. */
 const MAX_TOKEN_LENGTH = 128;
 
+/** Whether `text` has a token's layout (no MAC checked): what is worth verifying at all. */
+export function deviceTokenShaped(text: string): boolean {
+  return text.length <= MAX_TOKEN_LENGTH && TOKEN.test(text);
+}
+
 /** A fresh device id: 16 random bytes, base64url. */
 export function newDeviceNonce(): string {
   return randomBytes(16).toString('base64url');

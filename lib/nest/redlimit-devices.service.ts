@@ -8,6 +8,7 @@ import {
   deviceEpochKey,
   deviceKey,
   type DeviceTokenBinding,
+  deviceTokenShaped,
   type DeviceTokenFields,
   deviceTokenLive,
   newDeviceNonce,
@@ -29,8 +30,12 @@ const MAX_LIFETIME_MS = DEVICE_EPOCH_KEEP_MS;
 /** A device's failures per lifetime sit in a sliding log: one entry each, so keep it modest. */
 const MAX_FAILURES = 10_000;
 const DEVICES_FIELDS: readonly string[] = ['secret', 'ttl', 'maxFailures', 'cookie', 'header'];
-/** Tokens tried per request (a cookie set by a sibling subdomain may shadow the owner's). */
-const MAX_CANDIDATES = 8;
+/**
+ * Well-formed tokens whose MAC is checked per request (about 2 µs each). More than fit in Node's
+ * default 16 KiB of request headers, so cookies planted beside the owner's (a sibling subdomain
+ * sets them for a longer Path, and the browser sends them first) cannot push the owner's out.
+ */
+const MAX_CANDIDATES = 256;
 const COOKIE_FIELDS: readonly string[] = ['name', 'path', 'domain', 'secure', 'sameSite'];
 /** RFC 6265 cookie-name (an RFC 7230 token) and the characters a path or domain may not hold. */
 const TOKEN_CHARS = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
@@ -191,8 +196,9 @@ export class RedlimitDevices {
 
   /**
    * The device a request's token names for a login, when one of the tokens it carries (the
-   * `devices.header` header, then every cookie of the device cookie's name, at most 8 in all) is
-   * signed for that login. Its expiry and epoch are still to be checked against the store
+   * `devices.header` header and every cookie of the device cookie's name; the MAC of at most 256
+   * well-formed ones checked) is signed for that login: of several, the newest (highest epoch,
+   * then latest expiry). Its expiry and epoch are still to be checked against the store
    * ({@link live}). `partKey` is the login part's caller key (`email:<hash>`); a missing login
    * (`email:-`) has no devices.
    *
@@ -201,11 +207,21 @@ export class RedlimitDevices {
   recognise(request: HttpRequestLike | undefined, partKey: string): TrustedDevice | undefined {
     if (request === undefined || partKey.endsWith(`:${MISSING_VALUE}`)) return undefined;
     const binding = this.binding(loginOfKey(partKey));
+    // The newest signed token: a revoked one (lower epoch) or an older one of the same device
+    // (earlier expiry) sent first would otherwise stand in for the owner's live one.
+    let newest: DeviceTokenFields | undefined;
     for (const token of this.candidates(request)) {
       const fields = readDeviceToken(token, binding);
-      if (fields !== undefined) return { ...fields, key: deviceKey(binding, fields.nonce) };
+      if (
+        fields !== undefined &&
+        (newest === undefined ||
+          fields.epoch > newest.epoch ||
+          (fields.epoch === newest.epoch && fields.expiresAt > newest.expiresAt))
+      ) {
+        newest = fields;
+      }
     }
-    return undefined;
+    return newest && { ...newest, key: deviceKey(binding, newest.nonce) };
   }
 
   /**
@@ -292,7 +308,10 @@ export class RedlimitDevices {
     return { secret: this.secret, prefix: this.prefix, loginKey };
   }
 
-  /** Header first, then every cookie of the name: at most {@link MAX_CANDIDATES} tokens. */
+  /**
+   * Header first, then every cookie of the name: the distinct well-formed tokens, at most
+   * {@link MAX_CANDIDATES} (malformed values cost nothing and are not counted).
+   */
   private candidates(request: HttpRequestLike): string[] {
     const headers = request.headers ?? {};
     const found: string[] = [];
@@ -303,7 +322,7 @@ export class RedlimitDevices {
       }
     }
     if (this.cookie !== undefined) found.push(...cookieValues(headers.cookie, this.cookie.name));
-    return found.slice(0, MAX_CANDIDATES);
+    return [...new Set(found.filter(deviceTokenShaped))].slice(0, MAX_CANDIDATES);
   }
 
   private loginOf(login: string, options: DeviceLoginOptions, method: string): string {
@@ -401,7 +420,6 @@ function cookieValues(header: string | string[] | undefined, name: string): stri
       value = value.slice(1, -1);
     }
     if (value !== '') values.push(value);
-    if (values.length === MAX_CANDIDATES) break;
   }
   return values;
 }
