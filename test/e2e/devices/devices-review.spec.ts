@@ -42,6 +42,34 @@ function forged(i: number): string {
   return `v1.${nonce}.0.${Math.floor(Date.now() / 1000) + 3600}.${'A'.repeat(43)}`;
 }
 
+/** Methods that reach the store (the in-process fallback and refusal memory do not). */
+const STORE_CALLS: ReadonlySet<PropertyKey> = new Set([
+  'consume',
+  'peek',
+  'consumeStack',
+  'peekStack',
+  'refund',
+  'adjust',
+  'extend',
+  'reset',
+  'readEpoch',
+  'bumpEpoch',
+]);
+
+/** The store, whose every call rejects while `down.now` (Redis unreachable). */
+function failingWhen(store: Store, down: { now: boolean }): Store {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function' || !STORE_CALLS.has(property)) return value;
+      return (...args: unknown[]): unknown =>
+        down.now
+          ? Promise.reject(new Error('connection refused'))
+          : (value as (...a: unknown[]) => unknown).apply(target, args);
+    },
+  });
+}
+
 describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => {
   describe.each(STORES)('on the %s store', (kind) => {
     let client: Redis | undefined;
@@ -66,7 +94,9 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       running = undefined;
     });
 
-    async function boot(options: Partial<DevicesAppOptions> = {}): Promise<void> {
+    async function boot(
+      options: Partial<DevicesAppOptions> & { wrap?: (store: Store) => Store } = {},
+    ): Promise<void> {
       clock = new ManualClock(
         Math.floor(Date.now() / SIGN_IN_WINDOW_MS) * SIGN_IN_WINDOW_MS + 1000,
       );
@@ -75,7 +105,11 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
         kind === 'redis'
           ? new RedisStore({ client: client!, prefix, clock: clock.read })
           : new MemoryStore({ clock: clock.read });
-      running = app = await startApp(devicesApp({ store, prefix, ...options }), platform);
+      const { wrap, ...rest } = options;
+      running = app = await startApp(
+        devicesApp({ store: wrap ? wrap(store) : store, prefix, ...rest }),
+        platform,
+      );
     }
 
     const signIn = (email: string, password: string, ip: string, cookie?: string) => {
@@ -148,6 +182,16 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       await lockAccount(ADA.email);
       const cookie = [...jar.values()].map((value) => `${COOKIE}=${value}`).join('; ');
       expect((await signIn(ADA.email, ADA.password, OWNER_IP, cookie)).status).toBe(200);
+    });
+
+    it("attack: with failMode 'memory' and the store down, the attacker locks the account in the fallback and the owner's device token counts for nothing", async () => {
+      const down = { now: false };
+      await boot({ failMode: 'memory', wrap: (store) => failingWhen(store, down) });
+      const token = await ownerToken();
+      down.now = true;
+      await lockAccount(ADA.email);
+      const owner = await signIn(ADA.email, ADA.password, OWNER_IP, `${COOKIE}=${token}`);
+      expect(owner.status).toBe(200);
     });
 
     it('attack: a sign-in policy whose name is longer than 56 characters answers 500 to every owner who holds a device token', async () => {

@@ -77,6 +77,8 @@ export interface DevicesAppOptions {
   readonly policyName?: string;
   /** Further policies of the app's own. */
   readonly extraPolicies?: Readonly<Record<string, PolicyDefinition>>;
+  /** The module's fail mode (default: the policies' own, closed). */
+  readonly failMode?: 'closed' | 'open' | 'memory';
 }
 
 export function devicesApp(options: DevicesAppOptions): Type {
@@ -151,6 +153,7 @@ export function devicesApp(options: DevicesAppOptions): Type {
         store: options.store,
         prefix: options.prefix,
         keySecret: KEY_SECRET,
+        ...(options.failMode !== undefined && { failMode: options.failMode }),
         headers: 'ietf',
         clientIp: { trustedProxies: ['loopback'] },
         policies: {
