@@ -184,6 +184,31 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       expect((await signIn(ADA.email, ADA.password, OWNER_IP, cookie)).status).toBe(200);
     });
 
+    it("50 concurrent wrong guesses carrying a stolen live token check the device's budget and leave the account's untouched; with a revoked token, the account's budget, not one more", async () => {
+      await boot();
+      const adaToken = await ownerToken();
+      const graceToken = await ownerToken(GRACE.email, GRACE.password);
+      const burst = (email: string, token: string) =>
+        Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            signIn(email, `guess ${i}`, fresh(), `${COOKIE}=${token}`).then((r) => r.status),
+          ),
+        );
+      const tally = (statuses: number[]) => [
+        statuses.filter((s) => s === 401).length,
+        statuses.filter((s) => s === 429).length,
+      ];
+      expect(tally(await burst(ADA.email, adaToken))).toEqual([SIGN_IN_LIMIT, 50 - SIGN_IN_LIMIT]);
+      await lockAccount(ADA.email); // five 401s first: the account's budget was untouched
+
+      await app.app.get(RedlimitDevices).revokeAll(GRACE.email);
+      expect(tally(await burst(GRACE.email, graceToken))).toEqual([
+        SIGN_IN_LIMIT,
+        50 - SIGN_IN_LIMIT,
+      ]);
+      expect((await signIn(GRACE.email, 'guess', fresh())).status).toBe(429); // the account's
+    });
+
     it("attack: with failMode 'memory' and the store down, the attacker locks the account in the fallback and the owner's device token counts for nothing", async () => {
       const down = { now: false };
       await boot({ failMode: 'memory', wrap: (store) => failingWhen(store, down) });
