@@ -4,14 +4,17 @@ import {
   Injectable,
   Logger,
   type OnApplicationBootstrap,
+  Optional,
   RequestMethod,
   type Type,
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from './redlimit.constants';
 import { RedlimitGuard } from './redlimit.guard';
-import { readRedlimitMetadata } from './redlimit.metadata';
+import { type AttemptMetadata, readRedlimitMetadata } from './redlimit.metadata';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
+import { RedlimitDevices } from './redlimit-devices.service';
 
 // Nest's metadata keys (`@nestjs/common/constants`, not an entry point every Nest version exports).
 const GUARDS_METADATA = '__guards__';
@@ -35,7 +38,10 @@ type BoundGuard = Type<CanActivate> | CanActivate;
  * Global guards registered with `app.useGlobalGuards()` are not visible to it, and global guards
  * are not held against `@Attempt` routes (an app-wide auth guard usually lets sign-in through).
  * It also fails the start of an app with an `@Attempt(…, { devices })` route when the module has
- * no `devices` option. Provided by `RedlimitModule`; nothing to register.
+ * no `devices` option, or when the route's policy (a name or an inline definition; a resolver is
+ * only known per request) cannot have its devices' lifetime policy `<policy>.devices` (a name
+ * too long for a policy, or one the app's own policy already takes). Provided by
+ * `RedlimitModule`; nothing to register.
  *
  * @example
  * Logged at bootstrap:
@@ -50,6 +56,8 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
   constructor(
     @Inject(REDLIMIT_OPTIONS) private readonly options: RedlimitModuleOptions,
     private readonly discovery: DiscoveryService,
+    @Optional() private readonly registry?: LimiterRegistry,
+    @Optional() private readonly devices?: RedlimitDevices,
   ) {}
 
   /** Runs the check once the app's controllers and global guards exist. */
@@ -82,6 +90,9 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
               'devices option (e.g. devices: {} with keySecret set)',
           );
         }
+        if (attempt?.devices !== undefined && attempt.devices !== false) {
+          this.checkDevicesPolicy(attempt.policy, route);
+        }
         const own = routeGuards.filter((guard) => !isRedlimitGuard(guard));
         if (attempt !== undefined && own.length > 0) {
           this.logger.warn(
@@ -92,6 +103,30 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
           );
         }
       }
+    }
+  }
+
+  /**
+   * Registers the devices' lifetime policy of an `@Attempt(…, { devices })` route's policy now, so
+   * a name it cannot have fails the start rather than every trusted sign-in later (a 500).
+   */
+  private checkDevicesPolicy(policy: AttemptMetadata['policy'], route: string): void {
+    const { registry, devices } = this;
+    if (registry === undefined || devices === undefined || !devices.enabled) return;
+    if (typeof policy === 'function') return; // a resolver: known per request
+    if (typeof policy === 'string' && !registry.has(policy)) return; // refused per request, as today
+    if (policy === undefined && registry.defaultPolicy === undefined) return;
+    const limiter = registry.resolve(policy);
+    try {
+      devices.lifeLimiter(limiter);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new Error(
+        `@Attempt(…, { devices }) on ${route}: policy '${limiter.policy.name}' counts device ` +
+          `failures under '${limiter.policy.name}.devices', which cannot be registered (${reason}); ` +
+          'rename the policy (56 characters at most) or the policy that takes that name',
+        { cause: error },
+      );
     }
   }
 
