@@ -209,6 +209,21 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       expect((await signIn(GRACE.email, 'guess', fresh())).status).toBe(429); // the account's
     });
 
+    if (kind === 'redis') {
+      it('attack: Redis restarted without persistence (or its keys evicted) forgets every revocation: a stolen token revoked before is trusted again', async () => {
+        await boot();
+        const stolen = await ownerToken();
+        await app.app.get(RedlimitDevices).revokeAll(ADA.email); // the owner changed the password
+        // The restart: every key of the app is gone (the epoch key has a TTL, so volatile-lru
+        // evicts it as readily).
+        const keys = await client!.keys(`${prefix}*`);
+        if (keys.length > 0) await client!.del(...keys);
+        await lockAccount(ADA.email);
+        const thief = await signIn(ADA.email, 'a guess', fresh(), `${COOKIE}=${stolen}`);
+        expect(thief.status).toBe(429); // the account's budget, as for any untrusted client
+      });
+    }
+
     it("attack: with failMode 'memory' and the store down, the attacker locks the account in the fallback and the owner's device token counts for nothing", async () => {
       const down = { now: false };
       await boot({ failMode: 'memory', wrap: (store) => failingWhen(store, down) });
