@@ -209,6 +209,36 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       expect((await signIn(GRACE.email, 'guess', fresh())).status).toBe(429); // the account's
     });
 
+    it("attack: a token earned on one sign-in route is a device on another route's accounts of the same login: whoever owns the customer account of an email mints devices, each a fresh budget of guesses at the staff account of that email", async () => {
+      await boot();
+      const staffSignIn = (password: string, ip: string, cookie?: string) =>
+        app.request('/auth/staff-sign-in', {
+          method: 'POST',
+          headers: { 'x-forwarded-for': ip, ...(cookie !== undefined && { cookie }) },
+          body: { email: ADA.email, password },
+        });
+      // The staff account's budget for untrusted clients: spent, as under a lockout attack.
+      for (let i = 0; i < SIGN_IN_LIMIT; i++) {
+        expect((await staffSignIn(`guess ${i}`, fresh())).status).toBe(401);
+      }
+      expect((await staffSignIn('guess', fresh())).status).toBe(429);
+      // The customer account's owner (the attacker, say) signs in there three times: three devices.
+      let checked = 0;
+      for (let device = 0; device < 3; device++) {
+        const token = tokenOf(await signIn(ADA.email, ADA.password, fresh()));
+        for (let i = 0; i < SIGN_IN_LIMIT; i++) {
+          const guess = await staffSignIn(
+            `device ${device} guess ${i}`,
+            fresh(),
+            `${COOKIE}=${token}`,
+          );
+          if (guess.status === 401) checked++;
+        }
+      }
+      // Staff passwords checked in this window: the account's five, not five more per device.
+      expect(checked).toBe(0);
+    });
+
     if (kind === 'redis') {
       it('attack: Redis restarted without persistence (or its keys evicted) forgets every revocation: a stolen token revoked before is trusted again', async () => {
         await boot();

@@ -34,6 +34,10 @@ const USERS: ReadonlyMap<string, string> = new Map([
   [GRACE.email, GRACE.password],
 ]);
 
+/** Staff accounts: Ada is staff too, with a password of her own there. */
+export const STAFF_PASSWORD = 'staff: a different passphrase';
+const STAFF: ReadonlyMap<string, string> = new Map([[ADA.email, STAFF_PASSWORD]]);
+
 /** The module's keySecret, which also signs device tokens (no `devices.secret` of their own). */
 export const KEY_SECRET = 'devices e2e key secret, 16+ characters';
 /** Token lifetime: a week, in seconds (the cookie's Max-Age). */
@@ -133,6 +137,27 @@ export function devicesApp(options: DevicesAppOptions): Type {
     }
 
     /**
+     * A second sign-in for another kind of account (staff) whose logins are emails too: the same
+     * email may name a customer and a staff member with their own passwords.
+     */
+    @Post('staff-sign-in')
+    @HttpCode(200)
+    staffSignIn(
+      @Body() body: { email?: string; password?: string },
+      @Attempt(['ip', 'body.email'], { policy: 'staff-sign-in', devices: 'body.email' })
+      attempt: Attempt,
+    ): { staff: string } {
+      const user = String(body?.email ?? '')
+        .trim()
+        .toLowerCase();
+      if (STAFF.get(user) !== String(body?.password ?? '')) {
+        throw new UnauthorizedException('Wrong email or password');
+      }
+      attempt.refund();
+      return { staff: user };
+    }
+
+    /**
      * Stands in for a followed password-reset link: trusts the caller's device for the account
      * (cookie on the response) and hands the token over for API clients.
      */
@@ -159,6 +184,11 @@ export function devicesApp(options: DevicesAppOptions): Type {
         policies: {
           ...options.extraPolicies,
           [signInPolicy]: {
+            algorithm: 'fixed-window',
+            limit: SIGN_IN_LIMIT,
+            window: SIGN_IN_WINDOW_MS,
+          },
+          'staff-sign-in': {
             algorithm: 'fixed-window',
             limit: SIGN_IN_LIMIT,
             window: SIGN_IN_WINDOW_MS,
