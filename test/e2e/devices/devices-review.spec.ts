@@ -239,6 +239,26 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
       expect(checked).toBe(0);
     });
 
+    it('a handler that refunds before checking, then throws 401 or answers 401 through the response, sets no device token', async () => {
+      await boot();
+      for (const how of ['throw', 'status']) {
+        const wrong = await app.request(`/auth/sign-in-refund-first/${how}`, {
+          method: 'POST',
+          headers: { 'x-forwarded-for': fresh() },
+          body: { email: ADA.email, password: 'a guess' },
+        });
+        const cookies = wrong.headers.getSetCookie().filter((c) => c.startsWith(`${COOKIE}=`));
+        expect({ how, status: wrong.status, cookies }).toEqual({ how, status: 401, cookies: [] });
+        const right = await app.request(`/auth/sign-in-refund-first/${how}`, {
+          method: 'POST',
+          headers: { 'x-forwarded-for': fresh() },
+          body: ADA,
+        });
+        expect({ how, status: right.status }).toEqual({ how, status: 200 });
+        expect(tokenOf(right)).toMatch(/^v1\./);
+      }
+    });
+
     if (kind === 'redis') {
       it('attack: Redis restarted without persistence (or its keys evicted) forgets every revocation: a stolen token revoked before is trusted again', async () => {
         await boot();

@@ -10,6 +10,7 @@ import {
   Controller,
   HttpCode,
   Module,
+  Param,
   Post,
   Res,
   type Type,
@@ -134,6 +135,31 @@ export function devicesApp(options: DevicesAppOptions): Type {
       if (USERS.get(user) !== body.password)
         throw new UnauthorizedException('Wrong email or password');
       return { user };
+    }
+
+    /**
+     * A careless sign-in that refunds before it checks the password, then throws 401 (`throw`)
+     * or answers 401 through the passthrough response (`status`): neither proved the login.
+     */
+    @Post('sign-in-refund-first/:how')
+    @HttpCode(200)
+    signInRefundFirst(
+      @Body() body: { email?: string; password?: string },
+      @Param('how') how: string,
+      @Attempt(['ip', 'body.email'], { policy: signInPolicy, devices: 'body.email' })
+      attempt: Attempt,
+      @Res({ passthrough: true })
+      response: { status?(code: number): unknown; code?(code: number): unknown },
+    ): { user?: string } {
+      attempt.refund();
+      const user = String(body?.email ?? '')
+        .trim()
+        .toLowerCase();
+      if (USERS.get(user) === String(body?.password ?? '')) return { user };
+      if (how === 'throw') throw new UnauthorizedException('Wrong email or password');
+      if (typeof response.code === 'function') response.code(401);
+      else response.status?.(401);
+      return {};
     }
 
     /**
