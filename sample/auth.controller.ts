@@ -46,7 +46,7 @@ export class AuthController {
    * it, right password or not — gets 429 before this method runs. The part names the body, where
    * this method reads the email.
    *
-   * A right password also sets a device cookie (`redlimit_device`; API clients may send it back
+   * A right password also sets a device cookie (`redlimit_device.<tag>`, one per account; API clients may send it back
    * in a `redlimit-device` header). Sign-ins that carry it for the same email are charged to that
    * device, not to the account: whoever fails on purpose to lock the account out locks out every
    * client but the owner's.

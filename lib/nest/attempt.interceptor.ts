@@ -342,7 +342,8 @@ export class AttemptInterceptor implements NestInterceptor {
     const index = loginPartOf(metadata.parts, metadata.devices as true | string);
     const partKey = keys[index]!;
     const loginKey = devices.loginKeyOf(partKey);
-    const trusted = devices.recognise(request, partKey);
+    const policy = limiter.policy.name;
+    const trusted = devices.recognise(request, partKey, policy);
     if (trusted !== undefined) {
       const deviceKeys = keys.map((key, i) => (i === index ? trusted.key : key));
       const [reading, spent] = await Promise.all([
@@ -355,9 +356,17 @@ export class AttemptInterceptor implements NestInterceptor {
           (error: unknown) => ({ error }),
         ),
       ]);
-      if (reading !== undefined && devices.live(trusted, reading)) {
+      // The store failed and a fail mode decided (failMode 'memory' counting in process): the
+      // epoch cannot be read, so a signed token unexpired on this process's clock is trusted
+      // (revocations unseen until the store is back), or the attacker, counted in the fallback
+      // too, would keep the owner out for the length of the outage.
+      const decided = 'attempt' in spent ? spent.attempt.decision : decisionOf(spent.error);
+      const outage = reading === undefined && decided?.failure !== undefined;
+      if (
+        outage ? devices.liveNow(trusted) : reading !== undefined && devices.live(trusted, reading)
+      ) {
         if ('error' in spent) throw spent.error;
-        return { attempt: spent.attempt, device: { loginKey, trusted, reading } };
+        return { attempt: spent.attempt, device: { loginKey, policy, trusted, reading } };
       }
       // Expired, revoked, or the epoch could not be read: not trusted; what it spent goes back.
       if ('attempt' in spent) {
@@ -367,7 +376,7 @@ export class AttemptInterceptor implements NestInterceptor {
         });
       }
     }
-    return { attempt: await limiter.begin(keys, { cost }), device: { loginKey } };
+    return { attempt: await limiter.begin(keys, { cost }), device: { loginKey, policy } };
   }
 
   /**
@@ -381,8 +390,8 @@ export class AttemptInterceptor implements NestInterceptor {
     if (devices === undefined || response === undefined || responseSent(response)) return;
     if (device.loginKey === MISSING_VALUE) return;
     const reading = device.reading ?? (await devices.epochOf(device.loginKey));
-    const token = devices.tokenFor(device.loginKey, device.trusted?.nonce, reading);
-    if (!responseSent(response)) devices.setCookie(response, token);
+    const token = devices.tokenFor(device.loginKey, device.policy, device.trusted?.nonce, reading);
+    if (!responseSent(response)) devices.setCookie(response, token, device.policy, device.loginKey);
   }
 }
 
@@ -392,8 +401,17 @@ export class AttemptInterceptor implements NestInterceptor {
  */
 interface DeviceSpend {
   readonly loginKey: string;
+  /** The sign-in policy the device is (or will be) trusted for. */
+  readonly policy: string;
   readonly trusted?: TrustedDevice;
   readonly reading?: EpochReading;
+}
+
+/** The decision a refusal carries, if `error` is one. */
+function decisionOf(error: unknown): Decision | undefined {
+  return error instanceof RateLimitedError || error instanceof StoreUnavailableError
+    ? error.decision
+    : undefined;
 }
 
 /** Whether the response's headers are gone (Express/Node `headersSent`, Fastify `sent`). */

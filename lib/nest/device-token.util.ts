@@ -14,12 +14,17 @@ export interface DeviceTokenFields {
   readonly expiresAt: number;
 }
 
-/** What binds a token: the secret, the module's key prefix and the login. */
+/** What binds a token: the secret, the module's key prefix, the policy and the login. */
 export interface DeviceTokenBinding {
   /** The devices secret (the module's `devices.secret`, else its `keySecret`). */
   readonly secret: string;
   /** The module's key prefix: a token of another app with the same secret is not valid here. */
   readonly prefix: string;
+  /**
+   * The sign-in policy that trusted the device: a token earned on one policy's routes (customer
+   * accounts) is no device on another's (staff accounts of the same email).
+   */
+  readonly policy: string;
   /**
    * The login, as the hash of its normalised value that `@Attempt` keys carry (`email:<this>`):
    * the same login whatever the part is named.
@@ -133,7 +138,7 @@ export function verifyDeviceToken(
  */
 export function deviceKey(binding: DeviceTokenBinding, nonce: string): string {
   const digest = createHmac('sha256', binding.secret)
-    .update(frame(['redlimit-device-key', binding.prefix, binding.loginKey, nonce]))
+    .update(frame(['redlimit-device-key', binding.prefix, binding.policy, binding.loginKey, nonce]))
     .digest('base64url');
   return `device:${digest.slice(0, 22)}`;
 }
@@ -144,6 +149,7 @@ function mac(binding: DeviceTokenBinding, nonce: string, epoch: number, expiresA
       frame([
         'redlimit-device-v1',
         binding.prefix,
+        binding.policy,
         binding.loginKey,
         nonce,
         String(epoch),
@@ -151,6 +157,20 @@ function mac(binding: DeviceTokenBinding, nonce: string, epoch: number, expiresA
       ]),
     )
     .digest('base64url');
+}
+
+/**
+ * The name of the cookie that holds a binding's token: `<base>.<tag>`, the tag 12 base64url
+ * characters of an HMAC of the prefix, policy and login. One cookie per login and policy, so a
+ * sign-in to another account (a shared browser, a login CSRF) adds a cookie instead of replacing
+ * the owner's, and nobody without the secret can name, and so shadow, the owner's cookie.
+ */
+export function deviceCookieName(base: string, binding: DeviceTokenBinding): string {
+  const tag = createHmac('sha256', binding.secret)
+    .update(frame(['redlimit-device-cookie', binding.prefix, binding.policy, binding.loginKey]))
+    .digest('base64url')
+    .slice(0, 12);
+  return `${base}.${tag}`;
 }
 
 /** Each field preceded by its length: `a|bc` and `ab|c` frame differently. */

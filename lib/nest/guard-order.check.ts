@@ -117,6 +117,7 @@ export class RedlimitGuardOrderCheck implements OnApplicationBootstrap {
     if (typeof policy === 'string' && !registry.has(policy)) return; // refused per request, as today
     if (policy === undefined && registry.defaultPolicy === undefined) return;
     const limiter = registry.resolve(policy);
+    devices.notePolicy(limiter.policy.name);
     try {
       devices.lifeLimiter(limiter);
     } catch (error) {

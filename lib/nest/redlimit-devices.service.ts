@@ -6,6 +6,7 @@ import type { EpochReading } from '../core/store';
 import {
   DEVICE_EPOCH_KEEP_MS,
   deviceEpochKey,
+  deviceCookieName,
   deviceKey,
   type DeviceTokenBinding,
   deviceTokenShaped,
@@ -60,6 +61,11 @@ export interface DeviceLoginOptions {
    * `normalize: false`.
    */
   readonly normalize?: boolean;
+  /**
+   * {@link RedlimitDevices.trust}: the sign-in policy the device is trusted for (tokens bind it).
+   * Default: the policy of the app's `@Attempt(…, { devices })` routes, when they all have one.
+   */
+  readonly policy?: string;
 }
 
 /**
@@ -94,6 +100,8 @@ export class RedlimitDevices {
   private readonly cookie: CookieSettings | undefined;
   private readonly header: string | undefined;
   private readonly lifeLimiters = new Map<string, Limiter>();
+  /** The policies of the app's `@Attempt(…, { devices })` routes, as found at startup. */
+  private readonly routePolicies = new Set<string>();
   private readonly timeoutMs: number;
 
   constructor(
@@ -170,9 +178,10 @@ export class RedlimitDevices {
     login: string,
     options: DeviceLoginOptions = {},
   ): Promise<string> {
-    const loginKey = this.loginOf(login, options, 'trust');
-    const token = this.tokenFor(loginKey, undefined, await this.epochOf(loginKey));
-    if (response !== undefined) this.setCookie(response, token);
+    const loginKey = this.loginOf(login, options, 'trust', ['normalize', 'policy']);
+    const policy = this.trustPolicy(options.policy);
+    const token = this.tokenFor(loginKey, policy, undefined, await this.epochOf(loginKey));
+    if (response !== undefined) this.setCookie(response, token, policy, loginKey);
     return token;
   }
 
@@ -183,7 +192,7 @@ export class RedlimitDevices {
    * @throws Error when the module has no `devices` option or the store fails
    */
   async revokeAll(login: string, options: DeviceLoginOptions = {}): Promise<void> {
-    const loginKey = this.loginOf(login, options, 'revokeAll');
+    const loginKey = this.loginOf(login, options, 'revokeAll', ['normalize']);
     const store = this.connection.store;
     if (typeof store.bumpEpoch !== 'function') {
       throw new Error(
@@ -204,13 +213,17 @@ export class RedlimitDevices {
    *
    * @internal
    */
-  recognise(request: HttpRequestLike | undefined, partKey: string): TrustedDevice | undefined {
+  recognise(
+    request: HttpRequestLike | undefined,
+    partKey: string,
+    policy: string,
+  ): TrustedDevice | undefined {
     if (request === undefined || partKey.endsWith(`:${MISSING_VALUE}`)) return undefined;
-    const binding = this.binding(loginOfKey(partKey));
+    const binding = this.binding(loginOfKey(partKey), policy);
     // The newest signed token: a revoked one (lower epoch) or an older one of the same device
     // (earlier expiry) sent first would otherwise stand in for the owner's live one.
     let newest: DeviceTokenFields | undefined;
-    for (const token of this.candidates(request)) {
+    for (const token of this.candidates(request, binding)) {
       const fields = readDeviceToken(token, binding);
       if (
         fields !== undefined &&
@@ -235,6 +248,17 @@ export class RedlimitDevices {
   }
 
   /**
+   * Whether a recognised device is unexpired on this process's clock: the check while the store
+   * is down and a fail mode decides (the epoch cannot be read; revocations go unseen until the
+   * store is back).
+   *
+   * @internal
+   */
+  liveNow(device: TrustedDevice): boolean {
+    return deviceTokenLive(device, Date.now(), this.ttlMs);
+  }
+
+  /**
    * The login's device epoch (0 when never revoked) and the store's clock, keeping the epoch
    * stored for another `ttl`; rejects when the store fails or does not answer within the
    * module's `timeoutMs`.
@@ -255,9 +279,14 @@ export class RedlimitDevices {
    *
    * @internal
    */
-  tokenFor(loginKey: string, nonce: string | undefined, reading: EpochReading): string {
+  tokenFor(
+    loginKey: string,
+    policy: string,
+    nonce: string | undefined,
+    reading: EpochReading,
+  ): string {
     return signDeviceToken({
-      ...this.binding(loginKey),
+      ...this.binding(loginKey, policy),
       nonce: nonce ?? newDeviceNonce(),
       epoch: reading.epoch,
       expiresAt: Math.floor((reading.now + this.ttlMs) / 1000),
@@ -275,9 +304,20 @@ export class RedlimitDevices {
    *
    * @internal
    */
-  setCookie(response: HttpResponseLike, token: string): void {
+  setCookie(response: HttpResponseLike, token: string, policy: string, loginKey: string): void {
     if (this.cookie === undefined) return;
-    appendSetCookie(response, `${this.cookie.name}=${token}${this.cookie.attributes}`);
+    const name = deviceCookieName(this.cookie.name, this.binding(loginKey, policy));
+    appendSetCookie(response, `${name}=${token}${this.cookie.attributes}`);
+  }
+
+  /**
+   * Notes the policy of an `@Attempt(…, { devices })` route found at startup: {@link trust}
+   * defaults to it when the app has one.
+   *
+   * @internal
+   */
+  notePolicy(policy: string): void {
+    this.routePolicies.add(policy);
   }
 
   /**
@@ -304,15 +344,33 @@ export class RedlimitDevices {
     return limiter;
   }
 
-  private binding(loginKey: string): DeviceTokenBinding {
-    return { secret: this.secret, prefix: this.prefix, loginKey };
+  private binding(loginKey: string, policy: string): DeviceTokenBinding {
+    return { secret: this.secret, prefix: this.prefix, policy, loginKey };
+  }
+
+  /** The policy {@link trust} trusts a device for: given, or the one of the app's routes. */
+  private trustPolicy(policy: string | undefined): string {
+    if (policy !== undefined) {
+      if (typeof policy !== 'string' || policy === '') {
+        throw new TypeError('RedlimitDevices.trust(): options.policy must be a policy name');
+      }
+      return policy;
+    }
+    if (this.routePolicies.size === 1) return [...this.routePolicies][0]!;
+    throw new Error(
+      'RedlimitDevices.trust(): name the sign-in policy the device is trusted for ' +
+        `({ policy: 'sign-in' }): the app's @Attempt(…, { devices }) routes have ` +
+        (this.routePolicies.size === 0
+          ? 'none found at startup (a policy resolver is only known per request)'
+          : `several (${[...this.routePolicies].map((name) => `'${name}'`).join(', ')})`),
+    );
   }
 
   /**
    * Header first, then every cookie of the name: the distinct well-formed tokens, at most
    * {@link MAX_CANDIDATES} (malformed values cost nothing and are not counted).
    */
-  private candidates(request: HttpRequestLike): string[] {
+  private candidates(request: HttpRequestLike, binding: DeviceTokenBinding): string[] {
     const headers = request.headers ?? {};
     const found: string[] = [];
     if (this.header !== undefined) {
@@ -321,11 +379,18 @@ export class RedlimitDevices {
         if (line.trim() !== '') found.push(line.trim());
       }
     }
-    if (this.cookie !== undefined) found.push(...cookieValues(headers.cookie, this.cookie.name));
+    if (this.cookie !== undefined) {
+      found.push(...cookieValues(headers.cookie, deviceCookieName(this.cookie.name, binding)));
+    }
     return [...new Set(found.filter(deviceTokenShaped))].slice(0, MAX_CANDIDATES);
   }
 
-  private loginOf(login: string, options: DeviceLoginOptions, method: string): string {
+  private loginOf(
+    login: string,
+    options: DeviceLoginOptions,
+    method: string,
+    known: readonly string[],
+  ): string {
     if (!this.enabled) {
       throw new Error(
         `RedlimitDevices.${method}(): set the devices option of RedlimitModule first`,
@@ -334,7 +399,7 @@ export class RedlimitDevices {
     if (typeof login !== 'string') {
       throw new TypeError(`RedlimitDevices.${method}(): login must be a string`);
     }
-    checkOptions(options, ['normalize'], `RedlimitDevices.${method}() options`);
+    checkOptions(options, known, `RedlimitDevices.${method}() options`);
     const key = this.http.attemptKey('login', login, { normalize: options.normalize ?? true });
     if (key.endsWith(`:${MISSING_VALUE}`)) {
       throw new TypeError(`RedlimitDevices.${method}(): login is empty`);

@@ -114,16 +114,16 @@ async function simulate(spec: Case): Promise<Figures> {
         method: 'POST',
         headers: {
           'x-forwarded-for': ip,
-          ...(token !== undefined && { cookie: `redlimit_device=${token}` }),
+          ...(token !== undefined && { cookie: token }),
         },
         body: { email: OWNER.email, password },
       });
+    /** The device cookie a response sets, as the browser sends it back (`name=value`). */
     const deviceToken = (response: Response): string | undefined =>
       response.headers
         .getSetCookie()
-        .find((cookie) => cookie.startsWith('redlimit_device='))
-        ?.slice('redlimit_device='.length)
-        .split(';')[0];
+        .find((cookie) => cookie.startsWith('redlimit_device.'))
+        ?.split(';')[0];
 
     // An hour before the attack, the owner signs in from home: the device is trusted from then on.
     const first = await signIn(OWNER.password, OWNER_IP);

@@ -5,6 +5,7 @@
  */
 import fc from 'fast-check';
 import {
+  deviceCookieName,
   deviceKey,
   newDeviceNonce,
   signDeviceToken,
@@ -14,7 +15,12 @@ import {
 const SECRET = 'device-secret-of-32-characters!!';
 const NOW = 1_800_000_000_000;
 const LIFETIME = 30 * 86_400_000;
-const binding = { secret: SECRET, prefix: 'rl:', loginKey: 'email:AAAAAAAAAAAAAAAAAAAAAA' };
+const binding = {
+  secret: SECRET,
+  prefix: 'rl:',
+  policy: 'sign-in',
+  loginKey: 'AAAAAAAAAAAAAAAAAAAAAA',
+};
 const check = { ...binding, now: NOW, maxLifetimeMs: LIFETIME };
 
 function token(overrides: Partial<Parameters<typeof signDeviceToken>[0]> = {}): string {
@@ -36,8 +42,9 @@ describe('device tokens', () => {
     });
   });
 
-  it('refuses a token of another login, secret or prefix', () => {
-    expect(verifyDeviceToken(token(), { ...check, loginKey: 'email:BBBBBBBBBBBBBBBBBBBBBB' })).toBe(
+  it('refuses a token of another login, secret, prefix or policy', () => {
+    expect(verifyDeviceToken(token(), { ...check, policy: 'staff-sign-in' })).toBe(undefined);
+    expect(verifyDeviceToken(token(), { ...check, loginKey: 'BBBBBBBBBBBBBBBBBBBBBB' })).toBe(
       undefined,
     );
     expect(verifyDeviceToken(token(), { ...check, secret: `${SECRET}x` })).toBe(undefined);
@@ -86,5 +93,19 @@ describe('device tokens', () => {
       key,
     );
     expect(key).not.toContain(nonce);
+  });
+
+  it('names one cookie per login and policy, which nobody without the secret can name', () => {
+    const name = deviceCookieName('redlimit_device', binding);
+    expect(name).toMatch(/^redlimit_device\.[A-Za-z0-9_-]{12}$/);
+    expect(deviceCookieName('redlimit_device', binding)).toBe(name);
+    for (const other of [
+      { ...binding, loginKey: 'BBBBBBBBBBBBBBBBBBBBBB' },
+      { ...binding, policy: 'staff-sign-in' },
+      { ...binding, prefix: 'other:' },
+      { ...binding, secret: `${SECRET}x` },
+    ]) {
+      expect(deviceCookieName('redlimit_device', other)).not.toBe(name);
+    }
   });
 });

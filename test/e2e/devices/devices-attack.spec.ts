@@ -20,6 +20,7 @@ import { createTestClient, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import {
   ADA,
+  deviceCookieFor,
   devicesApp,
   GRACE,
   KEY_SECRET,
@@ -64,15 +65,18 @@ async function observe(response: Response): Promise<Observed> {
     if (!TRANSPORT_HEADERS.has(name)) headers.push([name, value]);
   });
   for (const cookie of response.headers.getSetCookie()) {
-    headers.push(['set-cookie', cookie.replace(/^redlimit_device=[^;]*/, 'redlimit_device=…')]);
+    headers.push([
+      'set-cookie',
+      cookie.replace(/^redlimit_device\.[^=]*=[^;]*/, 'redlimit_device…=…'),
+    ]);
   }
   headers.sort(([a, x], [b, y]) => (a === b ? x.localeCompare(y) : a.localeCompare(b)));
   return { status: response.status, body: await response.text(), headers };
 }
 
-/** The device cookie a response sets, whole (`redlimit_device=…; Path=/; …`), if any. */
+/** The device cookie a response sets, whole (`redlimit_device.<tag>=…; Path=/; …`), if any. */
 function deviceCookie(response: Response): string | undefined {
-  return response.headers.getSetCookie().find((cookie) => cookie.startsWith(`${COOKIE}=`));
+  return response.headers.getSetCookie().find((cookie) => cookie.startsWith(`${COOKIE}.`));
 }
 
 /** The device token a response sets; fails the spec when there is none. */
@@ -83,7 +87,7 @@ function tokenOf(response: Response): string {
       `expected a ${COOKIE} cookie; got ${JSON.stringify(response.headers.getSetCookie())}`,
     );
   }
-  return cookie.slice(COOKIE.length + 1).split(';')[0]!;
+  return cookie.slice(cookie.indexOf('=') + 1).split(';')[0]!;
 }
 
 /** `v1.<nonce>.<epoch>.<expiresAt s>.<mac>` */
@@ -147,7 +151,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       if (carry.cookieHeader !== undefined) headers.cookie = carry.cookieHeader;
       if (carry.token !== undefined) {
         if (carry.via === 'header') headers[carry.name ?? HEADER] = carry.token;
-        else headers.cookie = `${carry.name ?? COOKIE}=${carry.token}`;
+        else headers.cookie = `${carry.name ?? deviceCookieFor(email, prefix)}=${carry.token}`;
       }
       return app.request('/auth/sign-in', { method: 'POST', headers, body: { email, password } });
     };
@@ -206,7 +210,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       const carries: Carry[] = [
         { token },
         { token, via: 'header' },
-        { cookieHeader: `theme=dark; ${COOKIE}=${token}; lang=en` },
+        { cookieHeader: `theme=dark; ${deviceCookieFor(ADA.email, prefix)}=${token}; lang=en` },
       ];
       for (let i = 0; i < 12; i++) {
         const carry = carries[i % carries.length]!;
@@ -225,7 +229,10 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       const ok = await signIn(ADA.email, ADA.password, OWNER_IP);
       expect(ok.status).toBe(200);
       const cookies = ok.headers.getSetCookie();
-      expect(cookies.filter((cookie) => cookie.startsWith(`${COOKIE}=`))).toHaveLength(1);
+      expect(cookies.filter((cookie) => cookie.startsWith(`${COOKIE}.`))).toHaveLength(1);
+      expect(deviceCookie(ok)).toMatch(
+        new RegExp(`^${deviceCookieFor(ADA.email, prefix).replace('.', '\\.')}=`),
+      );
       expect(cookies.filter((cookie) => cookie.startsWith('session='))).toHaveLength(1);
       const attributes = deviceCookie(ok)!
         .split(';')
@@ -247,6 +254,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       const verified = verifyDeviceToken(token, {
         secret: KEY_SECRET,
         prefix,
+        policy: 'sign-in',
         loginKey: loginKey(ADA.email),
         now: Date.now(),
         maxLifetimeMs: LIFETIME_S * 1000,
@@ -258,6 +266,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
         verifyDeviceToken(token, {
           secret: KEY_SECRET,
           prefix,
+          policy: 'sign-in',
           loginKey: loginKey(GRACE.email),
           now: Date.now(),
           maxLifetimeMs: LIFETIME_S * 1000,
@@ -282,6 +291,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
         signDeviceToken({
           secret,
           prefix,
+          policy: 'sign-in',
           loginKey: loginKey(ADA.email),
           nonce: nonce!,
           epoch,
@@ -294,6 +304,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
         verifyDeviceToken(token, {
           secret: KEY_SECRET,
           prefix,
+          policy: 'sign-in',
           loginKey: loginKey(ADA.email),
           now: Date.now(),
           maxLifetimeMs: LIFETIME_S * 1000,
@@ -413,6 +424,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       const verified = verifyDeviceToken(issued, {
         secret: KEY_SECRET,
         prefix,
+        policy: 'sign-in',
         loginKey: loginKey(ADA.email),
         now: Date.now(),
         maxLifetimeMs: LIFETIME_S * 1000,
@@ -424,7 +436,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       ).toBe(200);
 
       // trust() without a response: the token alone, for an API client's header.
-      const apiToken = await devices().trust(undefined, ADA.email);
+      const apiToken = await devices().trust(undefined, ADA.email, { policy: 'sign-in' });
       expect(
         (await signIn(ADA.email, ADA.password, fresh(), { token: apiToken, via: 'header' })).status,
       ).toBe(200);
@@ -553,7 +565,7 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       // path; the browser then sends it first. Every value of the name is a candidate.
       for (const tossed of ['x', flip(token, 4)]) {
         const owner = await signIn(ADA.email, ADA.password, OWNER_IP, {
-          cookieHeader: `${COOKIE}=${tossed}; ${COOKIE}=${token}`,
+          cookieHeader: `${deviceCookieFor(ADA.email, prefix)}=${tossed}; ${deviceCookieFor(ADA.email, prefix)}=${token}`,
         });
         expect({ tossed, status: owner.status }).toEqual({ tossed, status: 200 });
       }

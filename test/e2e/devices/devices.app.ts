@@ -1,3 +1,5 @@
+import { attemptKey } from '../../../lib/nest/key-hash.util';
+import { deviceCookieName } from '../../../lib/nest/device-token.util';
 /**
  * Fixture: the sample's sign-in (fixed-window 5/15m per IP and per account, a right password
  * refunded) with trusted devices on the account part, behind a proxy on the loopback (the client
@@ -193,7 +195,9 @@ export function devicesApp(options: DevicesAppOptions): Type {
       @Body() body: { email?: string },
       @Res({ passthrough: true }) response: HttpResponseLike,
     ): Promise<{ token: string }> {
-      const token = await this.devices.trust(response, String(body?.email ?? ''));
+      const token = await this.devices.trust(response, String(body?.email ?? ''), {
+        policy: 'sign-in',
+      });
       return { token };
     }
   }
@@ -230,4 +234,13 @@ export function devicesApp(options: DevicesAppOptions): Type {
   })
   class DevicesAppModule {}
   return DevicesAppModule;
+}
+
+/**
+ * The name of the device cookie of `email` on `policy` in an app with key prefix `prefix`:
+ * `redlimit_device.<tag>`, one per login and policy.
+ */
+export function deviceCookieFor(email: string, prefix: string, policy = 'sign-in'): string {
+  const loginKey = attemptKey('email', email, KEY_SECRET).slice('email:'.length);
+  return deviceCookieName('redlimit_device', { secret: KEY_SECRET, prefix, policy, loginKey });
 }
