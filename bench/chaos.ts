@@ -12,7 +12,7 @@ import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
-import { storageKey } from '../lib';
+import { storageKey } from '../lib/stores/storage-key.util';
 import { audit, type LossEvent, type Phase, type ProbeRead, readLogs } from './chaos/ledger';
 import {
   type FromWorker,

@@ -10,14 +10,8 @@
 // its own; only the spend id is shared). Writes bench/results/memory-scale.md (--out).
 import { writeFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
-import {
-  ALGORITHMS,
-  type Decision,
-  Limiter,
-  MemoryStore,
-  type RateAlgorithm,
-  RedisStore,
-} from '../lib';
+import { type Decision, Limiter, MemoryStore, type RateAlgorithm, RedisStore } from '../lib';
+import { ALGORITHMS } from '../lib/core/policy';
 import { spawnRedisServer } from '../test/support/redis-server';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 

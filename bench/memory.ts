@@ -4,7 +4,9 @@
 // contender too; this one shows the stored key names.
 //   npx ts-node --transpile-only bench/memory.ts [--callers 1000] [--redis URL]
 import Redis from 'ioredis';
-import { ALGORITHMS, Limiter, RedisStore, storageKeys } from '../lib';
+import { Limiter, RedisStore } from '../lib';
+import { ALGORITHMS } from '../lib/core/policy';
+import { storageKeys } from '../lib/stores/storage-key.util';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { benchRedis } from './support/redis.util';
 

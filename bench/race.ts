@@ -11,7 +11,8 @@
 import Redis from 'ioredis';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { ALGORITHMS, Limiter, RedisStore } from '../lib';
+import { Limiter, RedisStore } from '../lib';
+import { ALGORITHMS } from '../lib/core/policy';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { ProgressBar } from './support/progress.util';
 import { benchRedis, deleteKeys, redisVersion } from './support/redis.util';

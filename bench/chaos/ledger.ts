@@ -16,7 +16,8 @@
  * only the first refuses is lost to the failure model, counted in a column of its own.
  */
 import { readFileSync } from 'node:fs';
-import { type Algorithm, type LimitRule, resolvePolicy } from '../../lib';
+import { type Algorithm, type LimitRule } from '../../lib';
+import { resolvePolicy } from '../../lib/core/policy';
 import { quantile } from '../support/stats.util';
 import {
   type CallKind,

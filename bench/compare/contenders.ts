@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import type { Cluster, Redis } from 'ioredis';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { type Algorithm, ALGORITHMS, type Decision, Limiter, RedisStore } from '../../lib';
+import { type Algorithm, type Decision, Limiter, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import type { Bar } from '../support/bar-chart.util';
 import { type ConsumeShape, type ShapedFloor, shapedKeys } from './consume-shape';
 

@@ -3,7 +3,7 @@
  * a "≥" target is met only when the interval's lower bound is at or above it, a "≤" target only
  * when the upper bound is at or below it. On a loaded machine nothing is judged.
  */
-import { ALGORITHMS } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { markdownTable } from '../support/report.util';
 import { type Estimate, withInterval } from '../support/stats.util';
 import { NAMES } from './contenders';

@@ -3,15 +3,9 @@
  * @nestjs/axios, or any call returning `{ status, headers }`) that wait as a refusing server asks,
  * back off with full jitter when it does not say, and give up within a budget. No Nest imports.
  */
-export * from './backoff.util';
 export * from './retry-after.interceptor';
-export {
-  type HeadersLike,
-  parseRateLimitWait,
-  parseRetryAfter,
-  type ResponseLike,
-} from './retry-after.util';
+export type { HeadersLike, ResponseLike } from './retry-after.util';
 export * from './retry-budget-exceeded.error';
 export type { RetryAfterOptions, RetryDelaySource, RetryNotice } from './retry-options.interface';
 export * from './retrying-fetch';
-export { responseOfError, withRetryAfter } from './with-retry-after';
+export { withRetryAfter } from './with-retry-after';

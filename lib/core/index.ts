@@ -1,10 +1,34 @@
-export * from './attempt';
-export * from './decision';
-export * from './duration.util';
-export * from './errors';
-export * from './events';
-export * from './keys.util';
-export * from './limiter';
-export * from './policy';
-export * from './clock.util';
+// The public face of the core: what `redlimit` (and `redlimit/nest`) export from it. Helpers the
+// stores, the Nest layer and the CLI share (key and cost normalisation, event builders, the
+// monotonic clock, policy resolution) are imported from their files, not from here.
+export { Attempt, type AttemptStack } from './attempt';
+export type { BlockedBy, Decision, Receipt, StackedDecision, StoreFailure } from './decision';
+export { type Duration, parseDuration } from './duration.util';
+export { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
+export {
+  type DecisionEvent,
+  DecisionEvents,
+  type DecisionListener,
+  type DecisionOperation,
+  type DecisionOutcome,
+} from './events';
+export type { Keys } from './keys.util';
+export {
+  type ConsumeOptions,
+  Limiter,
+  type LimiterOptions,
+  type StackPart,
+  type WaitForOptions,
+} from './limiter';
+export type {
+  Algorithm,
+  BlockOptions,
+  BlockRule,
+  FailMode,
+  LimitOptions,
+  LimitRule,
+  PolicyOptions,
+  RateAlgorithm,
+  ResolvedPolicy,
+} from './policy';
 export type { Sleep, WaitOptions } from './wait';

@@ -13,7 +13,7 @@ export interface SpendRequest {
   /** Units to charge on every key (≥ 1). */
   readonly cost: number;
   /**
-   * When the caller stops waiting, on this process's monotonic clock ({@link monotonicNow}). A
+   * When the caller stops waiting, on this process's monotonic clock (`monotonicNow`). A
    * store that can be reached late (Redis) must not apply a spend that arrives after it.
    */
   readonly deadlineAt?: number;

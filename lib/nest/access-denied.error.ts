@@ -12,7 +12,7 @@ export interface AccessDeniedPayload {
   readonly status: 'error';
   /** Always `'FORBIDDEN'`, as GraphQL servers name a refused caller. */
   readonly code: 'FORBIDDEN';
-  /** Always `'Access denied'` ({@link ACCESS_DENIED_MESSAGE}): it never says what matched. */
+  /** Always `'Access denied'` (`ACCESS_DENIED_MESSAGE`): it never says what matched. */
   readonly message: string;
 }
 

@@ -43,7 +43,10 @@ import type { RateLimitHeaderStyle, RedlimitModuleOptions } from './redlimit-opt
 export class RedlimitHttp {
   /** The module's `headers` option. */
   readonly headerStyle: RateLimitHeaderStyle;
-  /** The module's `allow` and `deny` lists and `skipIf`, as the guard and `@Attempt` apply them. */
+  /**
+   * The module's `allow` and `deny` lists and `skipIf`, as the guard and `@Attempt` apply them.
+   * @internal
+   */
   readonly access: RedlimitAccess;
   private readonly resolveClientIp: ClientIpResolver;
   /** Like {@link resolveClientIp}, IPv6 not grouped: for the `allow`/`deny` lists. */
@@ -253,7 +256,7 @@ export class RedlimitHttp {
 
   /**
    * Sets the rate-limit headers of a stacked decision: every layer in the IETF headers, the layer
-   * at `shown` in the legacy ones (see {@link stackedRateLimitHeaders}); and the soft-limit
+   * at `shown` in the legacy ones (see `stackedRateLimitHeaders`); and the soft-limit
    * warning of the first layer past its threshold.
    */
   applyStackHeaders(

@@ -178,7 +178,7 @@ export interface AttemptMetadata extends AttemptOptions {
 
 /**
  * Everything redlimit's decorators record on one handler or controller, under the single key
- * {@link REDLIMIT_METADATA}. `throttle: false` is `@SkipThrottle()`.
+ * `REDLIMIT_METADATA`. `throttle: false` is `@SkipThrottle()`.
  */
 export interface RedlimitMetadata {
   /** `@Throttle` layers of this target, top decorator first; `false` for `@SkipThrottle()`. */
@@ -201,7 +201,7 @@ export interface EffectiveRedlimitMetadata {
 }
 
 /**
- * Bumped by every {@link defineRedlimitMetadata}: what {@link readRedlimitMetadata} merged before
+ * Bumped by every `defineRedlimitMetadata`: what {@link readRedlimitMetadata} merged before
  * may be stale.
  */
 let metadataGeneration = 0;
@@ -233,7 +233,7 @@ const effectiveByHandler = new WeakMap<
  * unless a handler layer has `override: true` (then only the handler's layers apply). A handler's
  * `@SkipThrottle()` skips everything; a controller's skips the controller's layers and the
  * default, leaving the handler's own. The result is frozen, and the same object until redlimit
- * metadata is written again: write it with {@link defineRedlimitMetadata} (as the decorators do),
+ * metadata is written again: write it with `defineRedlimitMetadata` (as the decorators do),
  * never with `Reflect.defineMetadata`.
  *
  * @example

@@ -1,4 +1,9 @@
-import { ConfigurableModuleBuilder, type NestInterceptor, type Type } from '@nestjs/common';
+import {
+  type ConfigurableModuleAsyncOptions,
+  ConfigurableModuleBuilder,
+  type NestInterceptor,
+  type Type,
+} from '@nestjs/common';
 import { AttemptInterceptor } from './attempt.interceptor';
 import { REDLIMIT_ATTEMPT_INTERCEPTOR, REDLIMIT_OPTIONS } from './redlimit.constants';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
@@ -11,11 +16,20 @@ export interface RedlimitModuleExtras {
   readonly attemptInterceptor?: Type<NestInterceptor>;
 }
 
-export const {
-  ConfigurableModuleClass: RedlimitConfigurableModule,
-  OPTIONS_TYPE: REDLIMIT_OPTIONS_TYPE,
-  ASYNC_OPTIONS_TYPE: REDLIMIT_ASYNC_OPTIONS_TYPE,
-} = new ConfigurableModuleBuilder<RedlimitModuleOptions>({
+/** What {@link RedlimitModule.forRoot} takes: the module's options and its extras. */
+export type RedlimitModuleForRootOptions = RedlimitModuleOptions & Partial<RedlimitModuleExtras>;
+
+/**
+ * What {@link RedlimitModule.forRootAsync} takes: `imports`, `inject` and `useFactory` (or
+ * `useClass`/`useExisting`) producing {@link RedlimitModuleOptions}, and the module's extras.
+ */
+export type RedlimitModuleAsyncOptions = ConfigurableModuleAsyncOptions<
+  RedlimitModuleOptions,
+  'create'
+> &
+  Partial<RedlimitModuleExtras>;
+
+const definition = new ConfigurableModuleBuilder<RedlimitModuleOptions>({
   optionsInjectionToken: REDLIMIT_OPTIONS,
 })
   .setClassMethodName('forRoot')
@@ -34,3 +48,9 @@ export const {
     exports: [...(definition.exports ?? []), REDLIMIT_ATTEMPT_INTERCEPTOR],
   }))
   .build();
+
+/**
+ * The class `RedlimitModule` extends, built by Nest's `ConfigurableModuleBuilder`. Exported as a
+ * type only, so the declaration of `RedlimitModule` resolves; use `RedlimitModule` itself.
+ */
+export const RedlimitConfigurableModule = definition.ConfigurableModuleClass;

@@ -6,9 +6,9 @@ import { LeaseReleaseWiring } from './lease-release.interceptor';
 import { LimiterRegistry } from './limiter.registry';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import {
-  REDLIMIT_ASYNC_OPTIONS_TYPE,
-  REDLIMIT_OPTIONS_TYPE,
   RedlimitConfigurableModule,
+  type RedlimitModuleAsyncOptions,
+  type RedlimitModuleForRootOptions,
 } from './redlimit.module-definition';
 import { RedlimitConnection } from './redlimit-connection.service';
 import { RedlimitEvents } from './redlimit-events.service';
@@ -60,7 +60,7 @@ export class RedlimitModule extends RedlimitConfigurableModule {
    * @example
    * RedlimitModule.forRoot({ redis: 'redis://localhost:6379', policies: { api: { algorithm: 'sliding-window', limit: 100, window: '1m' } } });
    */
-  static override forRoot(options: typeof REDLIMIT_OPTIONS_TYPE): DynamicModule {
+  static override forRoot(options: RedlimitModuleForRootOptions): DynamicModule {
     return super.forRoot(options);
   }
 
@@ -75,7 +75,7 @@ export class RedlimitModule extends RedlimitConfigurableModule {
    *   useFactory: (config: ConfigService) => redlimitOptionsFromEnv(config),
    * });
    */
-  static override forRootAsync(options: typeof REDLIMIT_ASYNC_OPTIONS_TYPE): DynamicModule {
+  static override forRootAsync(options: RedlimitModuleAsyncOptions): DynamicModule {
     return super.forRootAsync(options);
   }
 }

@@ -1,6 +1,23 @@
-export * from './memory.store';
-export * from './redis.store';
-export * from './clients/redis-client.shape';
-export * from './storage-key.util';
-export * from './store.interface';
-export * from './refusal-cache';
+// The public face of the stores: the two stores, their options and the client shapes they accept.
+// Key layout helpers (storage keys, ledgers, epochs) and the refusal cache's class are internal.
+export { MemoryStore, type MemoryStoreOptions } from './memory.store';
+export { type RedisClient, RedisStore, type RedisStoreOptions } from './redis.store';
+export type {
+  IoredisLikeClient,
+  NodeRedisClusterNode,
+  NodeRedisLikeClient,
+  NodeRedisLikeCluster,
+  NodeRedisLikeSentinel,
+  RedisStoreClient,
+} from './clients/redis-client.shape';
+export type { RefusalCacheOptions } from './refusal-cache';
+export type {
+  AdjustRequest,
+  EpochReading,
+  RefundRequest,
+  ResetRequest,
+  SpendRequest,
+  SpendResult,
+  StackResult,
+  Store,
+} from './store.interface';

@@ -92,7 +92,7 @@ export interface RedisStoreOptions {
    */
   readonly coalesce?: boolean;
   /**
-   * Remembers refusals in this process (see {@link RefusalCache}): a consume refused with a wait
+   * Remembers refusals in this process (see `RefusalCache`): a consume refused with a wait
    * (out of budget, or locked out) is refused again without a round trip, with
    * `decision.cached: true`, for the same policy, keys and cost until the wait has passed. It only
    * refuses, never admits. `true` keeps at most 10 000 refusals and asks Redis again at least every

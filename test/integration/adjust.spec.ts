@@ -1,12 +1,12 @@
 import {
   type Algorithm,
-  ALGORITHMS,
   type Decision,
   Limiter,
   MemoryStore,
   type Receipt,
   type Store,
 } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('adjust');

@@ -1,4 +1,5 @@
-import { ALGORITHMS, Limiter, RedisStore, type Store } from '../../lib';
+import { Limiter, RedisStore, type Store } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('all-or-nothing', { nodeRedis: true });

@@ -1,4 +1,5 @@
-import { ALGORITHMS, Limiter, RateLimitedError } from '../../lib';
+import { Limiter, RateLimitedError } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('attempt');

@@ -1,10 +1,5 @@
-import {
-  type Algorithm,
-  type FailMode,
-  Limiter,
-  POLICY_ALGORITHMS,
-  type StoreFailure,
-} from '../../lib';
+import { type Algorithm, type FailMode, Limiter, type StoreFailure } from '../../lib';
+import { POLICY_ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('clock-readings');

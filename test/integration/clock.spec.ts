@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
-import { type Algorithm, Limiter, type Receipt, RedisStore, storageKey } from '../../lib';
+import { type Algorithm, Limiter, type Receipt, RedisStore } from '../../lib';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 

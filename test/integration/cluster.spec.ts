@@ -1,12 +1,7 @@
 import { Cluster } from 'ioredis';
-import {
-  type Algorithm,
-  ALGORITHMS,
-  type Decision,
-  Limiter,
-  RedisStore,
-  storageKey,
-} from '../../lib';
+import { type Algorithm, type Decision, Limiter, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { startRedisCluster, type StartedRedisCluster } from '../support/cluster';
 import { clusterNodes } from '../support/cluster-handle';

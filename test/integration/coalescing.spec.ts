@@ -1,14 +1,8 @@
 import fc from 'fast-check';
 import Redis from 'ioredis';
-import {
-  ALGORITHMS,
-  type Decision,
-  Limiter,
-  MemoryStore,
-  RedisStore,
-  type RedisStoreClient,
-  storageKey,
-} from '../../lib';
+import { type Decision, Limiter, MemoryStore, RedisStore, type RedisStoreClient } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { TestClock } from '../support/backends';
 import { connectNodeRedis } from '../support/node-redis';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';

@@ -1,4 +1,5 @@
-import { ALGORITHMS, Limiter } from '../../lib';
+import { Limiter } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends } from '../support/backends';
 import { createTestClient, spawnNodeWorkers, uniquePrefix, warmPool } from '../support/redis';
 

@@ -1,12 +1,12 @@
 import {
   type DecisionEvent,
   DecisionEvents,
-  keyHash,
   Limiter,
   MemoryStore,
   type PolicyOptions,
   RedisStore,
 } from '../../lib';
+import { keyHash } from '../../lib/core/events';
 import { backends, TestClock } from '../support/backends';
 import { startRedisServer } from '../support/redis';
 import Redis from 'ioredis';

@@ -1,12 +1,12 @@
 import Redis from 'ioredis';
 import {
-  ALGORITHMS,
   Limiter,
   RateLimitedError,
   RedisStore,
   type StoreFailure,
   StoreUnavailableError,
 } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 
 describe('when Redis hangs or goes away', () => {

@@ -185,7 +185,8 @@ describe('concurrency leases: extend on the Redis clock', () => {
   it('pushes the key’s expiry to a window after the renewal, so the renewed lease outlives its first window', async () => {
     // Every other lease spec runs on a TestClock, whose keys never expire in real time.
     const { client } = stores[0]!; // the single Redis
-    const { RedisStore, storageKey } = await import('../../lib');
+    const { RedisStore } = await import('../../lib');
+    const { storageKey } = await import('../../lib/stores/storage-key.util');
     const store = new RedisStore({ client: client!, prefix: uniquePrefix('leases-extend') });
     const limiter = new Limiter(store, {
       name: 'inflight',

@@ -1,12 +1,6 @@
-import {
-  type Algorithm,
-  ALGORITHMS,
-  Limiter,
-  type Receipt,
-  RedisStore,
-  ledgerKey,
-  storageKey,
-} from '../../lib';
+import { type Algorithm, Limiter, type Receipt, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { ledgerKey, storageKey } from '../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 

@@ -1,12 +1,12 @@
 import fc from 'fast-check';
 import {
-  ALGORITHMS,
   type BlockOptions,
   type Decision,
   Limiter,
   type LimitOptions,
   type Receipt,
 } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 import { limitsFor } from '../support/limits.arbitrary';
 import { type ModelSpend, ReferenceModel } from '../support/reference-model';

@@ -1,5 +1,4 @@
 import {
-  ALGORITHMS,
   type DecisionEvent,
   DecisionEvents,
   Limiter,
@@ -7,6 +6,7 @@ import {
   type PolicyOptions,
   type Store,
 } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 

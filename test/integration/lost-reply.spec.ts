@@ -7,7 +7,8 @@
 // fails, and as failing once it holds (then make it a plain `it`).
 import * as net from 'node:net';
 import Redis from 'ioredis';
-import { Limiter, RedisStore, storageKey } from '../../lib';
+import { Limiter, RedisStore } from '../../lib';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 
 /** A TCP proxy to Redis that can swallow the next reply and close the client's connection. */

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { ALGORITHMS, type Decision, Limiter } from '../../lib';
+import { type Decision, Limiter } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 import { limitsFor } from '../support/limits.arbitrary';
 import { type ModelDecision, type ModelSpend, ReferenceModel } from '../support/reference-model';

@@ -11,12 +11,12 @@ import {
   type Algorithm,
   type Decision,
   Limiter,
-  monotonicNow,
   RedisStore,
-  resolvePolicy,
   type SpendRequest,
   StoreTimeoutError,
 } from '../../lib';
+import { monotonicNow } from '../../lib/core/clock.util';
+import { resolvePolicy } from '../../lib/core/policy';
 import { RedlimitThrottlerStorage } from '../../lib/nest';
 import { clusterNodes } from '../support/cluster-handle';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { type Algorithm, ALGORITHMS, type Decision, Limiter, type Receipt } from '../../lib';
+import { type Algorithm, type Decision, Limiter, type Receipt } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { stateLifetimeMs } from '../../lib/stores/state-lifetime.util';
 import { backends, TestClock } from '../support/backends';
 import { limitsFor } from '../support/limits.arbitrary';

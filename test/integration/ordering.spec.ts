@@ -1,4 +1,6 @@
-import { type Algorithm, ALGORITHMS, Limiter, RedisStore, type Store, storageKey } from '../../lib';
+import { type Algorithm, Limiter, RedisStore, type Store } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import Redis from 'ioredis';
 import { monotonicNow } from '../../lib/core/clock.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';

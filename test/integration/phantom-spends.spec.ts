@@ -1,14 +1,8 @@
 import Redis from 'ioredis';
-import {
-  type Algorithm,
-  ALGORITHMS,
-  monotonicNow,
-  RedisStore,
-  resolvePolicy,
-  type SpendRequest,
-  StoreTimeoutError,
-  storageKeysWithLedgers,
-} from '../../lib';
+import { type Algorithm, RedisStore, type SpendRequest, StoreTimeoutError } from '../../lib';
+import { ALGORITHMS, resolvePolicy } from '../../lib/core/policy';
+import { monotonicNow } from '../../lib/core/clock.util';
+import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
 import { scriptLibrary } from '../../lib/stores/scripts';
 import { type FreezableRedis, startFreezableRedis } from '../support/freezable-redis';
 import { startRedisServer } from '../support/redis';

@@ -1,4 +1,5 @@
-import { ALGORITHMS, Limiter, type Receipt, RedisStore } from '../../lib';
+import { Limiter, type Receipt, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('refunds', { nodeRedis: true });

@@ -1,4 +1,5 @@
-import { type Algorithm, ALGORITHMS, type Decision, Limiter } from '../../lib';
+import { type Algorithm, type Decision, Limiter } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('retry-after');

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { ALGORITHMS, Limiter, type Decision } from '../../lib';
+import { Limiter, type Decision } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 /**
  * Review of 846a7dc: RedisStore and MemoryStore agree at every instant (peek's allowed, remaining,

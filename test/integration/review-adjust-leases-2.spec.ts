@@ -2,7 +2,8 @@
  * Review of 846a7dc (adjust) and d1eb33d (concurrency leases), second part: what held under
  * attack, and two more gaps (marked it.failing with the bug they show).
  */
-import { ALGORITHMS, Limiter } from '../../lib';
+import { Limiter } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 
 const stores = backends('review-adjust-leases-2');

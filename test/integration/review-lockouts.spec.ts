@@ -6,7 +6,8 @@
  * refusal.
  */
 import Redis from 'ioredis';
-import { ALGORITHMS, Limiter, MemoryStore, type PolicyOptions, RedisStore } from '../../lib';
+import { Limiter, MemoryStore, type PolicyOptions, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
 import { backends, TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer, uniquePrefix } from '../support/redis';
 

@@ -1,5 +1,7 @@
 import Redis from 'ioredis';
-import { ALGORITHMS, Limiter, RedisStore, storageKeys, storageKeysWithLedgers } from '../../lib';
+import { Limiter, RedisStore } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { storageKeys, storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
 import { TestClock } from '../support/backends';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 

@@ -7,10 +7,10 @@ import {
   type PolicyOptions,
   type RedisStore,
   type SpendRequest,
-  storageKey,
   type Store,
   type StoreFailure,
 } from '../../lib';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { type Backend, backends, TestClock } from '../support/backends';
 
 const stores = backends('shadow');

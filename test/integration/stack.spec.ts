@@ -1,15 +1,15 @@
 import fc from 'fast-check';
 import {
   type Algorithm,
-  ALGORITHMS,
   type Decision,
   Limiter,
   MemoryStore,
   RedisStore,
   type StackedDecision,
-  storageKey,
   type Store,
 } from '../../lib';
+import { ALGORITHMS } from '../../lib/core/policy';
+import { storageKey } from '../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 

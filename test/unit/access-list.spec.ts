@@ -1,4 +1,6 @@
-import { compileAccessList, createClientIpResolver, ipRangeList } from '../../lib/nest';
+import { compileAccessList } from '../../lib/nest/access-list.util';
+import { createClientIpResolver } from '../../lib/nest/client-ip.util';
+import { ipRangeList } from '../../lib/nest/ip-range.util';
 
 describe('allow and deny lists: matching', () => {
   it('IPv4: single addresses and CIDR ranges, nothing outside them', () => {

@@ -1,10 +1,6 @@
-import {
-  type Decision,
-  rateLimitHeaders,
-  type ResolvedPolicy,
-  resolvePolicy,
-  writeRateLimitHeaders,
-} from '../../lib/nest';
+import { type Decision, type ResolvedPolicy } from '../../lib/nest';
+import { rateLimitHeaders, writeRateLimitHeaders } from '../../lib/nest/rate-limit-headers.util';
+import { resolvePolicy } from '../../lib/core/policy';
 
 const decision = (fields: Partial<Decision>): Decision =>
   ({

@@ -4,7 +4,8 @@
  * provider that injects it.
  */
 import { Registry, register } from 'prom-client';
-import { type DecisionEvent, keyHash, RedlimitConnection, RedlimitEvents } from '../../../lib/nest';
+import { type DecisionEvent, RedlimitConnection, RedlimitEvents } from '../../../lib/nest';
+import { keyHash } from '../../../lib/core/events';
 import { InMemoryMeter } from '../../integration/metrics/in-memory-meter';
 import { parseSamples, sampleSum, sumsBy } from '../../integration/metrics/prometheus-text';
 import { redisUrl, startRedisServer, uniquePrefix } from '../../support/redis';

@@ -32,7 +32,7 @@ describe('packaging: redlimit/nest without GraphQL, WebSocket or microservice pa
       expect(typeof nest.Throttle).toBe('function');
       expect(typeof nest.Attempt).toBe('function');
       expect(typeof nest.RateLimitGraphQLError).toBe('function');
-      expect(typeof nest.contextRefusal).toBe('function');
+      expect(typeof nest.contextRequest).toBe('function');
     });
   });
 });

@@ -7,11 +7,11 @@ import Redis from 'ioredis';
 import {
   type DecisionEvent,
   DecisionEvents,
-  keyHash,
   Limiter,
   type PolicyOptions,
   RedisStore,
 } from '../../../lib';
+import { keyHash } from '../../../lib/core/events';
 import { createTestClient, startRedisServer, uniquePrefix, warmPool } from '../../support/redis';
 import { type MetricBackend, openTelemetryBackend, prometheusBackend } from './metric-backends';
 

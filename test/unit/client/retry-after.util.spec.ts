@@ -1,9 +1,6 @@
-import {
-  fullJitterDelayMs,
-  parseRateLimitWait,
-  parseRetryAfter,
-  responseOfError,
-} from '../../../lib/client';
+import { fullJitterDelayMs } from '../../../lib/client/backoff.util';
+import { parseRateLimitWait, parseRetryAfter } from '../../../lib/client/retry-after.util';
+import { responseOfError } from '../../../lib/client/with-retry-after';
 import { readHeader, serverWait } from '../../../lib/client/retry-after.util';
 import { EPOCH_MS } from './fake-clock';
 
