@@ -7,47 +7,9 @@ import type {
   NodeRedisLikeSentinel,
   RedisStoreClient,
 } from './redis-client.shape';
+import type { ClientPort } from './port-contract';
 
-/** Sends one command, given as its arguments, to one node. */
-export type CommandSender = (args: string[]) => Promise<unknown>;
-
-/** A script sent as EVALSHA (and as EVAL when the server lacks it). */
-export interface EvalScript {
-  /** A name of its own (ioredis defines a command by it). */
-  readonly name: string;
-  /** Its source. */
-  readonly lua: string;
-}
-
-/**
- * What RedisStore needs of a client, whichever package made it: script calls (routed by their
- * first key on a Cluster), `TIME`, the masters to load the function library on, the state.
- */
-export interface ClientPort {
-  /** Whether the client is a Cluster client (keys of one script call must share a slot). */
-  readonly cluster: boolean;
-  /** The connection state, in ioredis's words where it can (`ready`, `end`, …). */
-  status(): string;
-  /** One Redis `TIME`: [seconds, microseconds]. */
-  time(): Promise<ReadonlyArray<string | number>>;
-  /** `FCALL fn numkeys keys… args…`. */
-  fcall(
-    fn: string,
-    keys: readonly string[],
-    args: ReadonlyArray<string | number>,
-  ): Promise<unknown>;
-  /**
-   * The script by SHA, sent again as EVAL when Redis answers NOSCRIPT (which means it did not
-   * run, so sending it again cannot spend twice).
-   */
-  evalScript(
-    script: EvalScript,
-    keys: readonly string[],
-    args: ReadonlyArray<string | number>,
-  ): Promise<unknown>;
-  /** A sender per master: the server itself, or every master of a Cluster. */
-  masters(): Promise<CommandSender[]>;
-}
+export type { ClientPort, CommandSender, EvalScript } from './port-contract';
 
 /** The connection state of a client RedisStore runs on (`ready`, …; see {@link ClientPort}). */
 export function clientStatus(client: RedisStoreClient): string {

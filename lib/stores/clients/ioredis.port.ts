@@ -1,4 +1,4 @@
-import type { ClientPort, CommandSender, EvalScript } from './client-port';
+import { type ClientPort, type CommandSender, type EvalScript, isNoScript } from './port-contract';
 import type { IoredisLikeClient } from './redis-client.shape';
 
 type ScriptCommand = (numKeys: number, ...args: Array<string | number>) => Promise<unknown>;
@@ -60,9 +60,4 @@ export class IoredisPort implements ClientPort {
       ),
     );
   }
-}
-
-/** Redis did not have the script: it did not run. */
-export function isNoScript(error: unknown): boolean {
-  return (error instanceof Error ? error.message : String(error)).startsWith('NOSCRIPT');
 }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ClientPort, CommandSender, EvalScript } from './client-port';
-import { isNoScript } from './ioredis.port';
+import { type ClientPort, type CommandSender, type EvalScript, isNoScript } from './port-contract';
 import type {
   NodeRedisLikeClient,
   NodeRedisLikeCluster,
