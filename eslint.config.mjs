@@ -2,6 +2,25 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Layer boundaries of lib/ (the issue's layering; scripts/check-imports.ts adds what a per-file
+// rule cannot see: import cycles, and NestJS loaded through other files). The patterns match the
+// specifier as written: `../nest/…` from lib/<folder>, `../../nest/…` from a subfolder.
+const nestPackages = {
+  regex: '^@nestjs/',
+  message: 'This folder is framework-free: it must run without NestJS installed.',
+};
+/** @param {string} folder @param {string[]} names the sibling folders of lib/ it must not use */
+const siblings = (folder, names) => ({
+  // A sibling folder, or lib/index.ts (the package's barrel, which re-exports every folder).
+  regex: `^(\\.\\./)+(${names.join('|')})(/|$)|^(\\.\\./)*\\.\\.(/index)?$`,
+  message: `lib/${folder} must not import lib/${names.join(', lib/')} or the package barrel.`,
+});
+/** @param {string} folder @param {object[]} patterns */
+const boundary = (folder, patterns) => ({
+  files: [`lib/${folder}/**/*.ts`],
+  rules: { 'no-restricted-imports': ['error', { patterns }] },
+});
+
 export default tseslint.config(
   {
     ignores: [
@@ -29,6 +48,19 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
     },
   },
+  // lib/core is the bottom layer: it imports nothing else of lib/.
+  boundary('core', [
+    nestPackages,
+    siblings('core', ['stores', 'nest', 'cli', 'metrics', 'client']),
+  ]),
+  // lib/stores builds on lib/core only.
+  boundary('stores', [nestPackages, siblings('stores', ['nest', 'cli', 'metrics', 'client'])]),
+  // The metrics and the Retry-After clients build on lib/core only.
+  boundary('metrics', [nestPackages, siblings('metrics', ['stores', 'nest', 'cli', 'client'])]),
+  boundary('client', [nestPackages, siblings('client', ['stores', 'nest', 'cli', 'metrics'])]),
+  // The CLI still uses Nest-free helpers of lib/nest (they move out of it later); what it loads
+  // at run time is checked for NestJS by scripts/check-imports.ts.
+  boundary('cli', [nestPackages]),
   {
     files: ['test/**/*.ts'],
     rules: {
