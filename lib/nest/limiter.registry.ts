@@ -164,6 +164,7 @@ export class LimiterRegistry {
    * `(ctx) => name`, or a {@link PolicyResolverService} provider class (taken from the app's
    * injector). A resolver that throws, returns something other than a string, or names no
    * registered policy fails the call with an error saying so: a server error, never a silent pass.
+   * @internal
    */
   async resolveFor(policy: PolicyRef | undefined, context: ExecutionContext): Promise<Limiter> {
     if (typeof policy !== 'function') return this.resolve(policy);

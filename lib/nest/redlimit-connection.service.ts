@@ -92,6 +92,7 @@ export class RedlimitConnection implements OnApplicationShutdown {
   /**
    * Builds the store from module options: Redis when `redis` is set, else `store`, else a
    * MemoryStore with a warning that limits are per process.
+   * @internal
    */
   static async open(options: RedlimitModuleOptions): Promise<RedlimitConnection> {
     const unknown = Object.keys(options ?? {}).filter((name) => !MODULE_OPTIONS.has(name));

@@ -93,6 +93,7 @@ export class RedlimitHttp {
    * The caller's API key as a caller key, `apiKey:<hash>` (never the key itself), from the
    * configured header; `undefined` when the request carries none. Not validated: see
    * {@link apiKeyFor}.
+   * @internal
    */
   apiKey(request: HttpRequestLike): string | undefined {
     const value = this.apiKeyValue(request);
@@ -103,6 +104,7 @@ export class RedlimitHttp {
    * The caller key of a call's API key, as {@link apiKey}, once the module's `apiKey.validate`
    * (when set) recognises it; `undefined` for none or an unrecognised one (the caller is then
    * charged by IP, so invented keys cannot mint fresh budgets).
+   * @internal
    */
   async apiKeyFor(
     request: HttpRequestLike,
@@ -117,6 +119,7 @@ export class RedlimitHttp {
   /**
    * The API key the request carries in the configured header (`apiKey.header`, default
    * `x-api-key`), trimmed; `undefined` for none. The raw key: never store or log it.
+   * @internal
    */
   apiKeyValue(request: HttpRequestLike): string | undefined {
     const raw = request.headers?.[this.apiKeyHeader];
@@ -127,6 +130,7 @@ export class RedlimitHttp {
    * The client's address by the same rules as {@link clientIp} (peer address, trusted proxies,
    * `clientIp.header`), but IPv6 not grouped, and `undefined` instead of a 400 when no client can
    * be named: what the `allow` and `deny` lists match.
+   * @internal
    */
   clientAddress(request: HttpRequestLike): string | undefined {
     this.resolveClientAddress ??= createClientIpResolver({
@@ -245,7 +249,8 @@ export class RedlimitHttp {
 
   /**
    * Sets the rate-limit headers of the decision (per the `headers` option) on a response, and
-   * the soft-limit warning when the decision carries one ({@link applyWarning}).
+   * the soft-limit warning when the decision carries one (`RateLimit-Warning`, for a decision
+   * with `warning: true`).
    */
   applyHeaders(response: HttpResponseLike, decision: Decision, policy: ResolvedPolicy): void {
     writeRateLimitHeaders(decision, policy, this.headerStyle, (name, value) =>
@@ -258,6 +263,7 @@ export class RedlimitHttp {
    * Sets the rate-limit headers of a stacked decision: every layer in the IETF headers, the layer
    * at `shown` in the legacy ones (see `stackedRateLimitHeaders`); and the soft-limit
    * warning of the first layer past its threshold.
+   * @internal
    */
   applyStackHeaders(
     response: HttpResponseLike,
@@ -276,6 +282,7 @@ export class RedlimitHttp {
   /**
    * Sets `RateLimit-Warning: "<policy>";q=<limit>;r=<remaining>` for a decision allowed past its
    * policy's soft limit (`warnAt`), unless the `headers` option is `false`.
+   * @internal
    */
   applyWarning(response: HttpResponseLike, decision: Decision): void {
     if (this.headerStyle === false || !decision.warning) return;

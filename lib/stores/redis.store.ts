@@ -191,7 +191,10 @@ export class RedisStore implements Store {
     });
   }
 
-  /** A refusal the refusal cache holds for exactly this consume (undefined when off or none). */
+  /**
+   * A refusal the refusal cache holds for exactly this consume (undefined when off or none).
+   * @internal
+   */
   rememberedRefusal(request: SpendRequest): SpendResult | undefined {
     return this.refusals?.consume(request);
   }
