@@ -42,12 +42,7 @@ export { LimiterRegistry } from './limiter.registry';
 export { RedlimitHttp } from './redlimit-http.service';
 export { RedlimitConnection } from './redlimit-connection.service';
 export { RedlimitEvents } from './redlimit-events.service';
-export {
-  type DeviceLoginOptions,
-  RedlimitDevices,
-  type TrustedDevice,
-} from './redlimit-devices.service';
-export type { DeviceTokenFields } from './device-token.util';
+export { type DeviceLoginOptions, RedlimitDevices } from './redlimit-devices.service';
 
 // Decorators, the guard and the interceptor (with the token that replaces it in tests).
 export { Throttle, type ThrottleOptions } from './throttle.decorator';
@@ -69,7 +64,6 @@ export {
   type PolicyResolver,
   type PolicyResolverService,
   readRedlimitMetadata,
-  type RedlimitMetadata,
   type ThrottleKeyFn,
   type ThrottleMetadata,
   type ThrottleTracker,
@@ -100,11 +94,7 @@ export { canonicalIp, groupIp } from './ip-address.util';
 export { apiKeyHash, attemptKey, type AttemptKeyOptions } from './key-hash.util';
 export { normalizeIdentity } from './identity-normalize.util';
 export { contextField, type ContextFieldOptions } from './context-field.util';
-export {
-  contextRequest,
-  contextResponse,
-  type RedlimitContextType,
-} from './execution-context.util';
+export { contextRequest, contextResponse } from './execution-context.util';
 export type { HttpRequestLike, HttpResponseLike } from './http-request.util';
 
 // Integrations: health, and @nestjs/throttler's storage.
