@@ -48,14 +48,14 @@ import { MISSING_VALUE } from './key-hash.util';
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
  * `@Attempt` parameter — HTTP routes, GraphQL resolvers, WebSocket gateway and microservice
  * handlers. It spends before the handler (refused → 429 or 503 over HTTP, else the context's error
- * of {@link contextRefusal}; the handler never runs), hands the `Attempt` to the parameter, and
+ * of `contextRefusal`; the handler never runs), hands the `Attempt` to the parameter, and
  * settles once after the handler returns, throws or is cancelled: refund when the handler called
  * `attempt.refund()` or `refundOn` says so, keep the cost otherwise. A `concurrency` lease whose
  * handler's Observable is torn down before it settled (the client left) is not released: the
  * work behind it may go on, and the lease expires after its window. A settlement error is logged,
  * never sent to the client. A call the module's `deny` list names is refused before anything is
  * charged; one its `allow` list or `skipIf` lets through gets an attempt that charged nothing
- * (see {@link RedlimitAccess}).
+ * (see `RedlimitAccess`).
  *
  * Subclass it to change key resolution ({@link resolvePart}), refunds ({@link shouldRefund}) or
  * refusals ({@link throwRefusal}), and pass the subclass as `attemptInterceptor` to `forRoot`.
@@ -195,10 +195,10 @@ export class AttemptInterceptor implements NestInterceptor {
    * The caller key of one part: `ip:<hash>`, `user:<hash>`, `apiKey:<hash>` (the API key header;
    * the `ip` key without one), `<field>:<hash>` (named after the field's last segment, e.g.
    * `email` for `'params.email'`) or, for a function part, `<function name or "part<index>">:<hash>`.
-   * Missing values map to `<name>:-`. Fields are read by {@link readContextField}, which refuses
+   * Missing values map to `<name>:-`. Fields are read by `readContextField`, which refuses
    * non-scalar values and bare fields that disagree between sources with an
    * {@link IdentityInputError} (answered 400 before anything is charged); `'user'` comes from
-   * {@link contextUserId}.
+   * `contextUserId`.
    */
   protected async resolvePart(
     context: ExecutionContext,
@@ -274,7 +274,7 @@ export class AttemptInterceptor implements NestInterceptor {
 
   /**
    * Throws the refusal: over HTTP a 429 with `Retry-After`, or 503 when the store failed (fail
-   * mode closed); elsewhere the context's error ({@link contextRefusal}).
+   * mode closed); elsewhere the context's error (`contextRefusal`).
    */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
     if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);

@@ -36,10 +36,10 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
  * ones a 429 with `Retry-After`, a store failure under fail mode `closed` a 503. A refused
  * resolver throws a {@link RateLimitGraphQLError} (headers on the HTTP response when the GraphQL
  * context has one), a gateway handler a `WsException`, a microservice handler an `RpcException`
- * (see {@link contextRefusal}). Other context types pass through. Before anything is resolved
+ * (see `contextRefusal`). Other context types pass through. Before anything is resolved
  * or charged, the module's `deny` list refuses a call (403, or the context's `FORBIDDEN` error)
  * and its `allow` list or `skipIf` lets one through uncharged and without headers (see
- * {@link RedlimitAccess}).
+ * `RedlimitAccess`).
  *
  * Subclass it to change who is tracked ({@link getTracker}), the keys ({@link generateKeys}),
  * skipping ({@link shouldSkip}), the layers ({@link throttlesFor}) or the refusal
@@ -333,7 +333,7 @@ export class RedlimitGuard implements CanActivate {
 
   /**
    * Throws the refusal: over HTTP a 429 with `Retry-After`, or 503 when the store failed (fail
-   * mode closed); elsewhere the context's error ({@link contextRefusal}).
+   * mode closed); elsewhere the context's error (`contextRefusal`).
    */
   protected throwRefusal(context: ExecutionContext, decision: Decision): never {
     if (redlimitContextType(context) !== 'http') throw contextRefusal(context, decision);

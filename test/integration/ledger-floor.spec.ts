@@ -5,9 +5,8 @@ import {
   RateLimitedError,
   type Receipt,
   RedisStore,
-  ledgerKey,
-  storageKey,
 } from '../../lib';
+import { ledgerKey, storageKey } from '../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
