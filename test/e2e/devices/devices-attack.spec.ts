@@ -7,19 +7,15 @@
  * two requests in a row see the same instant.
  */
 import type { Redis } from 'ioredis';
-import {
-  attemptKey,
-  LimiterRegistry,
-  MemoryStore,
-  RedisStore,
-  RedlimitDevices,
-  type Store,
-} from '../../../lib/nest';
+import { attemptKey, LimiterRegistry, MemoryStore, RedlimitDevices } from '../../../lib/nest';
 import { signDeviceToken, verifyDeviceToken } from '../../../lib/nest/device-token.util';
 import { createTestClient, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import {
   ADA,
+  addressSource,
+  devicesStore,
+  windowClock,
   deviceCookieFor,
   devicesApp,
   GRACE,
@@ -115,12 +111,8 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
     let running: RunningApp | undefined;
     let clock: ManualClock;
     let prefix: string;
-    let addresses = 0;
     /** A client address of its own (a botnet has thousands). */
-    const fresh = (): string => {
-      addresses++;
-      return `203.0.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
-    };
+    const fresh = addressSource();
 
     beforeAll(() => {
       if (kind === 'redis') client = createTestClient();
@@ -129,16 +121,9 @@ describe.each(PLATFORMS)('trusted devices under a lockout attack on %s', (platfo
       await client?.quit();
     });
     beforeEach(async () => {
-      // A second into a 15-minute window, at or just before real time (token expiry may be
-      // checked against either clock: both agree on what is past and what is a week ahead).
-      clock = new ManualClock(
-        Math.floor(Date.now() / SIGN_IN_WINDOW_MS) * SIGN_IN_WINDOW_MS + 1000,
-      );
+      clock = windowClock();
       prefix = uniquePrefix('e2e-devices');
-      const store: Store =
-        kind === 'redis'
-          ? new RedisStore({ client: client!, prefix, clock: clock.read })
-          : new MemoryStore({ clock: clock.read });
+      const store = devicesStore(kind, client, prefix, clock);
       running = app = await startApp(devicesApp({ store, prefix }), platform);
     });
     afterEach(async () => {

@@ -6,18 +6,20 @@
  * policy (`<policy>.devices`) cannot take.
  */
 import type { Redis } from 'ioredis';
-import { MemoryStore, RedisStore, RedlimitDevices, type Store } from '../../../lib/nest';
+import { RedlimitDevices, type Store } from '../../../lib/nest';
 import { createTestClient, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import {
   ADA,
+  addressSource,
+  devicesStore,
+  windowClock,
   deviceCookieFor,
   devicesApp,
   type DevicesAppOptions,
   GRACE,
   ManualClock,
   SIGN_IN_LIMIT,
-  SIGN_IN_WINDOW_MS,
 } from './devices.app';
 
 type StoreKind = 'redis' | 'memory';
@@ -78,11 +80,8 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
     let running: RunningApp | undefined;
     let clock: ManualClock;
     let prefix: string;
-    let addresses = 0;
-    const fresh = (): string => {
-      addresses++;
-      return `203.0.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
-    };
+    /** A client address of its own (a botnet has thousands). */
+    const fresh = addressSource();
 
     beforeAll(() => {
       if (kind === 'redis') client = createTestClient();
@@ -98,14 +97,9 @@ describe.each(PLATFORMS)('trusted devices, review attacks on %s', (platform) => 
     async function boot(
       options: Partial<DevicesAppOptions> & { wrap?: (store: Store) => Store } = {},
     ): Promise<void> {
-      clock = new ManualClock(
-        Math.floor(Date.now() / SIGN_IN_WINDOW_MS) * SIGN_IN_WINDOW_MS + 1000,
-      );
+      clock = windowClock();
       prefix = uniquePrefix('e2e-devices-review');
-      const store: Store =
-        kind === 'redis'
-          ? new RedisStore({ client: client!, prefix, clock: clock.read })
-          : new MemoryStore({ clock: clock.read });
+      const store = devicesStore(kind, client, prefix, clock);
       const { wrap, ...rest } = options;
       running = app = await startApp(
         devicesApp({ store: wrap ? wrap(store) : store, prefix, ...rest }),

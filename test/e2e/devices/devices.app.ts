@@ -19,11 +19,14 @@ import {
   UnauthorizedException,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import type { Redis } from 'ioredis';
 import {
   Attempt,
   type DevicesOptions,
   type PolicyDefinition,
   type HttpResponseLike,
+  MemoryStore,
+  RedisStore,
   RedlimitDevices,
   RedlimitGuard,
   RedlimitModule,
@@ -61,6 +64,35 @@ export class ManualClock {
   advance(ms: number): void {
     this.now += ms;
   }
+}
+
+/**
+ * A clock a second into a 15-minute window, at or just before real time (token expiry may be
+ * checked against either clock: both agree on what is past and what is a week ahead).
+ */
+export function windowClock(): ManualClock {
+  return new ManualClock(Math.floor(Date.now() / SIGN_IN_WINDOW_MS) * SIGN_IN_WINDOW_MS + 1000);
+}
+
+/** The spec's store on `clock`: Redis through `client` under `prefix`, or in memory. */
+export function devicesStore(
+  kind: 'redis' | 'memory',
+  client: Redis | undefined,
+  prefix: string,
+  clock: ManualClock,
+): Store {
+  return kind === 'redis'
+    ? new RedisStore({ client: client!, prefix, clock: clock.read })
+    : new MemoryStore({ clock: clock.read });
+}
+
+/** Client addresses, each of its own (a botnet has thousands). */
+export function addressSource(): () => string {
+  let addresses = 0;
+  return () => {
+    addresses++;
+    return `203.0.${Math.floor(addresses / 250)}.${(addresses % 250) + 1}`;
+  };
 }
 
 /** Express (`append`) and Fastify (`header`, which appends Set-Cookie) responses alike. */
