@@ -58,7 +58,12 @@ export interface LimitOptions {
  * const block: BlockOptions = { duration: '1m', factor: 2, max: '1h', forgetAfter: '1d' };
  */
 export interface BlockOptions {
-  /** How long the first lockout lasts. */
+  /**
+   * How long the first lockout lasts. `0`: the policy starts none, and only honours the lockouts
+   * another limiter of the same policy name wrote on its keys (a route that does not lock out
+   * beside one that does, sharing a budget; `RedlimitThrottlerStorage` uses it for
+   * `blockDuration: 0`).
+   */
   readonly duration: Duration;
   /**
    * Each lockout that follows within `forgetAfter` of the previous one's end lasts this many times
@@ -320,10 +325,11 @@ function resolveBlock(options: BlockOptions): BlockRule {
   }
   unknownFields(options, BLOCK_FIELDS, 'policy.block');
   if (options.duration === undefined) throw new TypeError('policy.block.duration is required');
-  const durationMs = boundedBlock(
-    parseDuration(options.duration, 'policy.block.duration'),
-    'duration',
-  );
+  // 0: the policy starts no lockout, and honours those another limiter of its name wrote.
+  const durationMs =
+    options.duration === 0
+      ? 0
+      : boundedBlock(parseDuration(options.duration, 'policy.block.duration'), 'duration');
   const factor = options.factor ?? 1;
   if (typeof factor !== 'number' || !Number.isFinite(factor) || factor < 1 || factor > 100) {
     throw new RangeError(
@@ -347,6 +353,11 @@ function resolveBlock(options: BlockOptions): BlockRule {
   if (typeof restart !== 'boolean') {
     throw new TypeError(
       `policy.block.restart must be true or false; got ${JSON.stringify(restart)}`,
+    );
+  }
+  if (durationMs === 0 && restart) {
+    throw new RangeError(
+      'policy.block.restart needs a duration: a policy that starts no lockout forgets nothing',
     );
   }
   return Object.freeze({ durationMs, factor, maxMs, forgetAfterMs, restart });

@@ -207,9 +207,13 @@ export class RedlimitThrottlerStorage {
           algorithm: 'fixed-window',
           limit,
           window: ttl,
-          ...(blockDuration > 0 && {
-            block: { duration: blockDuration, max: blockDuration, forgetAfter: 1, restart: true },
-          }),
+          // Every setting honours the key's lockout, so a call without blockDuration cannot pass
+          // a caller another route of this throttler locked out (whose lockout forgot the shared
+          // count); only a setting with one starts lockouts.
+          block:
+            blockDuration > 0
+              ? { duration: blockDuration, max: blockDuration, forgetAfter: 1, restart: true }
+              : { duration: 0 },
         },
         this.limiterOptions,
       );

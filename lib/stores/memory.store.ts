@@ -562,6 +562,8 @@ export class MemoryStore implements Store {
         held = true;
         end = remembered.until;
         keyWait = Math.max(end - now, budgetFits ? 0 : budgetWait);
+      } else if (!budgetFits && block.durationMs === 0) {
+        keyWait = budgetWait; // a policy that starts no lockout (it honours those of its name)
       } else if (!budgetFits) {
         const duration =
           remembered === undefined

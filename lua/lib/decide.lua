@@ -78,6 +78,8 @@ local function judgeBlocks(block, base, keyCount, limitCount, fits, remaining, b
     if untilAt > now then
       held, ends, keyWait = true, untilAt, untilAt - now
       if not budgetFits and budgetWait > keyWait then keyWait = budgetWait end
+    elseif not budgetFits and duration == 0 then
+      keyWait = budgetWait -- a policy that starts no lockout (it honours those of its name)
     elseif not budgetFits then
       new = duration
       if last > 0 then new = math.max(duration, math.min(math.floor(last * factor), maxMs)) end
