@@ -1,3 +1,5 @@
+import { Deadlines } from '../core/deadlines';
+import { StoreTimeoutError } from '../core/errors';
 import type { Store } from '../core/store';
 import { DEVICE_EPOCH_KEEP_MS, deviceEpochKey } from '../nest/device-token.util';
 import type { CliKey } from './cli-keys.util';
@@ -27,18 +29,20 @@ export async function revokeDevicesCommand(
   options: { readonly timeoutMs: number },
 ): Promise<CommandOutput> {
   const revoked: Array<{ input: string; key: string; epoch: number }> = [];
+  // A hung server never answers: each bump is bounded (the client is dropped after a timeout).
+  const deadlines = new Deadlines(options.timeoutMs);
   for (const { input, key } of logins) {
     let epoch: number;
     try {
       const login = key.slice(key.indexOf(':') + 1); // the login's hash, as tokens bind it
-      epoch = await withinMs(store.bumpEpoch(deviceEpochKey(login), DEVICE_EPOCH_KEEP_MS), options);
+      epoch = await deadlines.race(store.bumpEpoch(deviceEpochKey(login), DEVICE_EPOCH_KEEP_MS));
     } catch (error) {
       const done =
         revoked.length === 0
           ? 'none revoked'
           : `revoked before it: ${revoked.map((r) => r.input).join(', ')}`;
       throw storeError(
-        error instanceof DeadlineError
+        error instanceof StoreTimeoutError
           ? `Redis did not answer within ${options.timeoutMs} ms for ${input}; its devices may or ` +
               `may not have been revoked (${done}); run the command again`
           : `Redis failed for ${input}: ${(error as Error).message} (${done})`,
@@ -56,17 +60,4 @@ export async function revokeDevicesCommand(
         '  ',
       ),
   };
-}
-
-class DeadlineError extends Error {}
-
-/** `work`, or a {@link DeadlineError} once `timeoutMs` has passed (a hung server never answers). */
-function withinMs<T>(work: Promise<T>, { timeoutMs }: { readonly timeoutMs: number }): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new DeadlineError()), timeoutMs);
-  });
-  // Once the deadline has won, the client is dropped and `work` rejects later: nobody waits on it.
-  work.catch(() => undefined);
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

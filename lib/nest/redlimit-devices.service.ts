@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { Deadlines } from '../core/deadlines';
 import { parseDuration } from '../core/duration.util';
 import type { Limiter } from '../core/limiter';
 import { checkOptions } from '../core/options.util';
@@ -102,7 +103,8 @@ export class RedlimitDevices {
   private readonly lifeLimiters = new Map<string, Limiter>();
   /** The policies of the app's `@Attempt(…, { devices })` routes, as found at startup. */
   private readonly routePolicies = new Set<string>();
-  private readonly timeoutMs: number;
+  /** Bounds the epoch reads by the module's `timeoutMs`. */
+  private readonly deadlines: Deadlines;
 
   constructor(
     @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
@@ -115,7 +117,7 @@ export class RedlimitDevices {
     this.prefix = options.prefix ?? DEFAULT_PREFIX;
     this.secret = '';
     this.ttlMs = DEFAULT_LIFETIME_MS;
-    this.timeoutMs = options.timeoutMs ?? 1000;
+    this.deadlines = new Deadlines(options.timeoutMs ?? 1000);
     if (devices === undefined) return;
     checkOptions(devices, DEVICES_FIELDS, 'RedlimitModule devices');
     const secret: unknown = devices.secret ?? options.keySecret;
@@ -270,7 +272,7 @@ export class RedlimitDevices {
     if (typeof store.readEpoch !== 'function') {
       throw new Error('redlimit devices: the module store has no readEpoch()');
     }
-    return withTimeout(store.readEpoch(deviceEpochKey(loginKey), this.ttlMs), this.timeoutMs);
+    return this.deadlines.race(store.readEpoch(deviceEpochKey(loginKey), this.ttlMs));
   }
 
   /**
@@ -411,16 +413,6 @@ export class RedlimitDevices {
 /** The login of a part key (`email:<hash>` → `<hash>`): the same login under any part name. */
 function loginOfKey(partKey: string): string {
   return partKey.slice(partKey.indexOf(':') + 1);
-}
-
-/** Rejects after `ms` unless `promise` settled first. */
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms);
-    timer.unref?.();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 function cookieSettings(
