@@ -89,3 +89,10 @@ export class StoreTimeoutError extends Error {
     );
   }
 }
+
+/** The error a refused decision throws: the store failing closed, or the budget. */
+export function refusedError(decision: Decision): Error {
+  return decision.failure?.failMode === 'closed'
+    ? new StoreUnavailableError(decision)
+    : new RateLimitedError(decision);
+}

@@ -1,12 +1,6 @@
-import { sequentialStack } from './sequential-stack';
-import {
-  refundOf,
-  type Store,
-  type SpendRequest,
-  type SpendResult,
-  type StackResult,
-} from './store';
 import { Attempt } from './attempt';
+import { isCallerError } from './caller-error.util';
+import { monotonicNow } from './clock.util';
 import { Deadlines } from './deadlines';
 import {
   type Decision,
@@ -15,14 +9,10 @@ import {
   type StoreFailure,
   unchargedDecision,
 } from './decision';
-import { RateLimitedError, StoreTimeoutError, StoreUnavailableError } from './errors';
+import { RateLimitedError, refusedError, StoreTimeoutError, StoreUnavailableError } from './errors';
 import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
-import { isCallerError } from './caller-error.util';
-import { monotonicNow } from './clock.util';
-import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
-import { checkArgumentCount, checkOptions } from './options.util';
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
-import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
+import { checkArgumentCount, checkOptions } from './options.util';
 import {
   FAIL_MODES,
   type FailMode,
@@ -31,6 +21,19 @@ import {
   type ResolvedPolicy,
   resolvePolicy,
 } from './policy';
+import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
+import {
+  adjustAll,
+  beginAll,
+  decideAll,
+  refundAll,
+  releaseAll,
+  type StackMember,
+  waitForAll,
+} from './stack';
+import { refundOf, type SpendRequest, type SpendResult, type Store } from './store';
+import { asError, isList } from './values.util';
+import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
 
 /** Per-call options of {@link Limiter.consume} and friends. */
 export interface ConsumeOptions {
@@ -126,9 +129,6 @@ const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
 /** Every option of {@link ConsumeOptions}. */
 const CONSUME_OPTIONS: readonly (keyof ConsumeOptions)[] = ['cost'];
 
-/** Every field of {@link StackPart}. */
-const STACK_PART_FIELDS: readonly (keyof StackPart)[] = ['limiter', 'keys', 'cost'];
-
 /** The options of a call given none (checked once: nothing to check). */
 const NO_OPTIONS: ConsumeOptions = Object.freeze({});
 
@@ -137,9 +137,6 @@ const settledReceipts = new WeakSet<Receipt>();
 
 /** Receipts already adjusted (or being adjusted) in this process: a receipt adjusts once. */
 const adjustedReceipts = new WeakSet<Receipt>();
-
-/** Which limiter made each part of a stacked decision, for {@link Limiter.refundAll}. */
-const stackOwners = new WeakMap<Decision, Limiter>();
 
 /**
  * Applies one policy to caller keys on a store. Every call is one atomic store operation over all
@@ -171,8 +168,12 @@ export class Limiter {
   private shadowRefusals = 0;
   /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
   private readonly deadlines: Deadlines;
-  /** The limiter's options, less `receiptSecret` (kept only inside {@link receipts}). */
-  private readonly options: Omit<LimiterOptions, 'receiptSecret'>;
+  /**
+   * The limiter's options, less `receiptSecret` (kept only inside {@link receipts}).
+   *
+   * @internal
+   */
+  readonly options: Omit<LimiterOptions, 'receiptSecret'>;
   /** Signs and checks receipts (option `receiptSecret`), or undefined without a secret. */
   private readonly receipts: ReceiptSigner | undefined;
   /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
@@ -489,7 +490,7 @@ export class Limiter {
    * @throws TypeError / RangeError naming the bad part, before the store is touched
    */
   static async consumeAll(parts: readonly StackPart[]): Promise<StackedDecision> {
-    return Limiter.decideAll(parts, true, 'consumeAll');
+    return decideAll(parts, true, 'consumeAll', isLimiter);
   }
 
   /**
@@ -504,24 +505,12 @@ export class Limiter {
     parts: readonly StackPart[],
     options: WaitOptions,
   ): Promise<StackedDecision> {
-    const wait = checkWaitOptions(options, 'waitForAll');
-    const first = isList(parts) ? parts[0]?.limiter : undefined;
-    const sleep = (first instanceof Limiter && first.options.sleep) || timerSleep;
-    const refusal = (stacked: StackedDecision): Decision =>
-      stacked.refusedBy ?? stacked.decisions.find((d) => !d.allowed)!;
-    return waitTurn(
-      () => Limiter.consumeAll(parts),
-      (stacked) => refusal(stacked).failure?.failMode === 'closed',
-      (stacked) => refusedError(refusal(stacked)),
-      wait,
-      sleep,
-      (stacked) => refusal(stacked).receipt.algorithm === 'concurrency',
-    );
+    return waitForAll(parts, options, isLimiter);
   }
 
   /** What {@link Limiter.consumeAll} with the same parts would decide now; writes nothing. */
   static async peekAll(parts: readonly StackPart[]): Promise<StackedDecision> {
-    return Limiter.decideAll(parts, false, 'peekAll');
+    return decideAll(parts, false, 'peekAll', isLimiter);
   }
 
   /**
@@ -533,7 +522,7 @@ export class Limiter {
    */
   static async refundAll(stacked: StackedDecision): Promise<boolean> {
     checkArgumentCount(arguments.length, 1, 'refundAll() takes one argument (a StackedDecision)');
-    return Limiter.settleParts(stacked, 'refundAll', (owner, decision) => owner.refund(decision));
+    return refundAll(stacked);
   }
 
   /**
@@ -544,11 +533,7 @@ export class Limiter {
    */
   static async releaseAll(stacked: StackedDecision): Promise<boolean> {
     checkArgumentCount(arguments.length, 1, 'releaseAll() takes one argument (a StackedDecision)');
-    return Limiter.settleParts(stacked, 'releaseAll', (owner, decision) =>
-      decision.receipt.algorithm === 'concurrency'
-        ? owner.release(decision)
-        : Promise.resolve(false),
-    );
+    return releaseAll(stacked);
   }
 
   /**
@@ -568,182 +553,7 @@ export class Limiter {
       2,
       'adjustAll() takes two arguments (a StackedDecision, and one actual cost per part)',
     );
-    const count = isList(stacked?.decisions) ? stacked.decisions.length : -1;
-    if (!isList(actualCosts) || (count >= 0 && actualCosts.length !== count)) {
-      throw new TypeError(
-        `adjustAll() takes one actual cost per part of the stack (${count} parts)`,
-      );
-    }
-    stacked.decisions.forEach((decision, i) => {
-      checkActualCost(actualCosts[i], decision.receipt.limits, `adjustAll(): actualCosts[${i}]`);
-      if (decision.receipt.algorithm === 'concurrency') {
-        throw new TypeError(
-          `adjustAll(): part ${i} (policy '${decision.policy}') leases (concurrency): release it with releaseAll, it has no cost to settle`,
-        );
-      }
-    });
-    return Limiter.settleParts(stacked, 'adjustAll', (owner, decision, i) =>
-      owner.adjust(decision, actualCosts[i]!),
-    );
-  }
-
-  /** Runs `settle` on every part of a stack by its owner; throws the first failure after all ran. */
-  private static async settleParts(
-    stacked: StackedDecision,
-    operation: string,
-    settle: (owner: Limiter, decision: Decision, index: number) => Promise<boolean>,
-  ): Promise<boolean> {
-    if (!stacked || typeof stacked !== 'object' || !isList(stacked.decisions)) {
-      throw new TypeError(`${operation}() takes the StackedDecision consumeAll() returned`);
-    }
-    const owners = stacked.decisions.map((decision) => {
-      const owner = stackOwners.get(decision);
-      if (!owner)
-        throw new TypeError(`${operation}() takes the StackedDecision consumeAll() returned`);
-      return owner;
-    });
-    const settled = await Promise.allSettled(
-      stacked.decisions.map((decision, i) => settle(owners[i]!, decision, i)),
-    );
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    if (failed) throw asError(failed.reason);
-    return settled.some((s) => s.status === 'fulfilled' && s.value);
-  }
-
-  private static async decideAll(
-    parts: readonly StackPart[],
-    spend: boolean,
-    caller: string,
-    settles = false,
-  ): Promise<StackedDecision> {
-    if (!isList(parts) || parts.length === 0) {
-      throw new TypeError(`${caller}() needs a non-empty array of { limiter, keys, cost? }`);
-    }
-    const first = parts[0]?.limiter;
-    const seen = new Set<string>();
-    let timeoutMs = Infinity;
-    const requests = parts.map((part, i) => {
-      if (!part || !(part.limiter instanceof Limiter)) {
-        throw new TypeError(`${caller}(): part ${i} needs a Limiter as 'limiter'`);
-      }
-      checkOptions(part, STACK_PART_FIELDS, `${caller}() parts[${i}]`);
-      if (part.limiter.store !== first!.store) {
-        throw new TypeError(
-          `${caller}(): part ${i} ('${part.limiter.policy.name}') uses another store than part 0; ` +
-            'a stack is one decision on one store',
-        );
-      }
-      const asked = part.limiter.request(part.keys, { cost: part.cost });
-      // A spend to be settled by its receipts (beginAll) is registered in its keys' ledgers, as
-      // begin() does; a lease needs none.
-      const request =
-        settles && asked.algorithm !== 'concurrency' ? { ...asked, settles: true } : asked;
-      for (const key of request.keys) {
-        const pair = `${request.policy}\u0000${key}`;
-        if (seen.has(pair)) {
-          throw new RangeError(
-            `${caller}(): policy '${request.policy}' is given key ${JSON.stringify(key)} in two parts; ` +
-              'merge them into one part',
-          );
-        }
-        seen.add(pair);
-      }
-      timeoutMs = Math.min(timeoutMs, part.limiter.timeoutMs);
-      return request;
-    });
-    const store = first!.store;
-    const startedAt = monotonicNow();
-    const deadlineAt = startedAt + timeoutMs;
-    const stack = requests.map((request) => ({ ...request, deadlineAt }));
-    const limiters = parts.map((part) => part.limiter);
-    const decideStack = (indices: readonly number[]): Promise<StackResult> => {
-      const some = indices.map((i) => stack[i]!);
-      const pending: Promise<StackResult> =
-        typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function'
-          ? sequentialStack(store, some, spend) // a store written before stacks
-          : spend
-            ? store.consumeStack(some)
-            : store.peekStack(some);
-      return withTimeout(pending, Math.max(1, deadlineAt - monotonicNow()), (late) => {
-        // The caller was already answered without these spends: give them back.
-        if (spend && late.allowed) {
-          late.results.forEach((r, n) => limiters[indices[n]!]!.refundLate(some[n]!, r));
-        }
-      });
-    };
-    let decisions: Decision[];
-    try {
-      const result = await decideStack(stack.map((_, i) => i));
-      decisions = result.results.map((r, i) => limiters[i]!.toDecision(stack[i]!, r, spend));
-      const shadows = decisions.map((d, i) => limiters[i]!.shadowRefuses(d));
-      if (
-        shadows.some(Boolean) &&
-        decisions.every((d, i) => shadows[i] || d.blockedBy === undefined)
-      ) {
-        // Only parts in shadow mode refused: the others are decided (and spent) without them,
-        // in a second store call; the shadow parts share that call's outcome.
-        const enforced = stack.map((_, i) => i).filter((i) => !shadows[i]);
-        const again = enforced.length > 0 ? await decideStack(enforced) : undefined;
-        const allowedAgain = again?.allowed ?? true;
-        decisions = decisions.map((d, i) => {
-          if (shadows[i]) return limiters[i]!.shadowed(d, allowedAgain);
-          const r = again!.results[enforced.indexOf(i)]!;
-          return limiters[i]!.toDecision(stack[i]!, r, spend);
-        });
-      } else if (shadows.some(Boolean)) {
-        // An enforced part refused: the shadow parts that refused too are refused with the stack.
-        decisions = decisions.map((d, i) => (shadows[i] ? limiters[i]!.shadowed(d, false) : d));
-      }
-    } catch (error) {
-      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
-      decisions = await Promise.all(
-        limiters.map(async (l, i) => {
-          const failed = await l.failed(stack[i]!, spend, error);
-          return l.shadowRefuses(failed) ? l.shadowed(failed) : failed;
-        }),
-      );
-      if (!decisions.every((d) => d.allowed)) {
-        // Parts that the fallback charged are given back: a stack spends on all parts or none.
-        // Parts that allowed (open, or the fallback) are refused with the stack.
-        decisions = await Promise.all(
-          decisions.map(async (d, i) => {
-            if (!d.allowed) return d;
-            if (d.receipt.spent) await limiters[i]!.refund(d).catch(() => undefined);
-            return Object.freeze({
-              ...d,
-              allowed: false,
-              receipt: Object.freeze({ ...d.receipt, cost: 0, spent: false }),
-            });
-          }),
-        );
-      }
-    }
-    decisions.forEach((d, i) => stackOwners.set(d, limiters[i]!));
-    const allowed = decisions.every((d) => d.allowed);
-    let refusedBy: Decision | undefined;
-    for (const d of decisions) {
-      // A refusal on budget (this part's own), or the store failing under fail mode closed; never
-      // a part in shadow mode.
-      const refusing =
-        !d.shadowRefused && (d.blockedBy !== undefined || d.failure?.failMode === 'closed');
-      if (d.allowed || !refusing) continue;
-      if (!refusedBy || d.retryAfterMs > refusedBy.retryAfterMs) refusedBy = d;
-    }
-    const latencyMs = monotonicNow() - startedAt;
-    decisions.forEach((d, i) => {
-      const events = limiters[i]!.options.events;
-      if (!events?.active) return;
-      // A part that fitted, left unspent because another part refused.
-      const elsewhere =
-        !allowed && d !== refusedBy && (!d.blockedBy || d.shadowRefused === true) && !d.failure;
-      events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true, elsewhere));
-    });
-    return Object.freeze({
-      allowed,
-      decisions: Object.freeze(decisions),
-      ...(refusedBy && { refusedBy }),
-      retryAfterMs: allowed ? 0 : (refusedBy?.retryAfterMs ?? 0),
-    });
+    return adjustAll(stacked, actualCosts);
   }
 
   /**
@@ -836,46 +646,7 @@ export class Limiter {
       1,
       'beginAll() takes one argument (the parts: an array of { limiter, keys, cost? }); it has no options',
     );
-    const stacked = await Limiter.decideAll(parts, true, 'beginAll', true);
-    if (!stacked.allowed) throw refusedError(stacked.refusedBy ?? stacked.decisions[0]!);
-    return new Attempt(
-      stacked.decisions[0]!,
-      () => Limiter.refundAll(stacked),
-      (_first, actualCost) => Limiter.settleStackTo(stacked, actualCost),
-      () => Limiter.extendStack(stacked),
-      { stacked, release: () => Limiter.releaseAll(stacked) },
-    );
-  }
-
-  /**
-   * Settles a stacked spend to `actualCost` on every rate part (as {@link Limiter.adjustAll}) and
-   * releases its `concurrency` parts (a lease has no cost to settle).
-   */
-  private static settleStackTo(stacked: StackedDecision, actualCost: number): Promise<boolean> {
-    return Limiter.settleParts(stacked, 'adjustAll', (owner, decision) =>
-      decision.receipt.algorithm === 'concurrency'
-        ? owner.release(decision)
-        : owner.adjust(decision, actualCost),
-    );
-  }
-
-  /**
-   * Renews every `concurrency` lease of a stacked spend.
-   *
-   * @returns true when it has leases and every one was still held and is renewed
-   */
-  private static async extendStack(stacked: StackedDecision): Promise<boolean> {
-    const leases = stacked.decisions.filter(
-      (d) => d.receipt.spent && d.receipt.algorithm === 'concurrency',
-    );
-    if (leases.length === 0) return false;
-    // Each lease is renewed on its own; one that fails is thrown after the others were tried.
-    const renewed = await Promise.allSettled(
-      leases.map((decision) => stackOwners.get(decision)!.extend(decision)),
-    );
-    const failed = renewed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failed) throw asError(failed.reason);
-    return renewed.every((r) => r.status === 'fulfilled' && r.value);
+    return beginAll(parts, isLimiter);
   }
 
   /**
@@ -960,7 +731,12 @@ export class Limiter {
     return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
   }
 
-  private refundLate(request: SpendRequest, late: SpendResult): void {
+  /**
+   * Gives back a spend whose reply came after the caller was answered without it.
+   *
+   * @internal
+   */
+  refundLate(request: SpendRequest, late: SpendResult): void {
     this.store
       .refund(refundOf(request, late))
       .catch((error: unknown) =>
@@ -968,7 +744,12 @@ export class Limiter {
       );
   }
 
-  private async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
+  /**
+   * The decision when the store failed: the fail mode decides (the memory fallback, open or closed).
+   *
+   * @internal
+   */
+  async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
     const failure: StoreFailure = Object.freeze({
       reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
       error: asError(error),
@@ -1002,7 +783,12 @@ export class Limiter {
     );
   }
 
-  private request(keys: Keys, options: ConsumeOptions): SpendRequest {
+  /**
+   * The store request of a call on this policy (keys and cost normalised).
+   *
+   * @internal
+   */
+  request(keys: Keys, options: ConsumeOptions): SpendRequest {
     return {
       policy: this.policy.name,
       algorithm: this.policy.algorithm,
@@ -1014,7 +800,12 @@ export class Limiter {
     };
   }
 
-  private toDecision(
+  /**
+   * The decision (and its receipt, signed with `receiptSecret`) from a store answer.
+   *
+   * @internal
+   */
+  toDecision(
     request: SpendRequest,
     result: SpendResult,
     spend: boolean,
@@ -1075,8 +866,10 @@ export class Limiter {
   /**
    * Whether this policy is in shadow mode and refused: on its own budget or lockout, or because the
    * store failed and the fail mode refuses. Shadow refuses nothing, a failing store included.
+   *
+   * @internal
    */
-  private shadowRefuses(decision: Decision): boolean {
+  shadowRefuses(decision: Decision): boolean {
     return (
       this.policy.shadow === true &&
       !decision.allowed &&
@@ -1088,8 +881,10 @@ export class Limiter {
    * A refusal of a policy in shadow mode, reported and let through: allowed (or, in a stack that
    * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent. A store
    * failure keeps its `failure` (reported to `onStoreFailure` as well).
+   *
+   * @internal
    */
-  private shadowed(decision: Decision, allowed = true): Decision {
+  shadowed(decision: Decision, allowed = true): Decision {
     const shadow = Object.freeze({
       ...decision,
       allowed,
@@ -1130,42 +925,6 @@ export class Limiter {
   }
 }
 
-/** The error a refused decision throws: the store failing closed, or the budget. */
-function refusedError(decision: Decision): Error {
-  return decision.failure?.failMode === 'closed'
-    ? new StoreUnavailableError(decision)
-    : new RateLimitedError(decision);
-}
-
-/**
- * Settles like `promise` unless `ms` pass first (then rejects with StoreTimeoutError); a value
- * that arrives after that goes to `onLate`. The timer does not hold the process open.
- */
-function withTimeout<T>(promise: Promise<T>, ms: number, onLate?: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      reject(new StoreTimeoutError(ms));
-    }, ms);
-    timer.unref();
-    promise.then(
-      (value) => {
-        if (timedOut) onLate?.(value);
-        else {
-          clearTimeout(timer);
-          resolve(value);
-        }
-      },
-      (error: unknown) => {
-        if (timedOut) return; // already answered; the late error changes nothing
-        clearTimeout(timer);
-        reject(asError(error));
-      },
-    );
-  });
-}
-
 function positiveMs(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
@@ -1176,15 +935,11 @@ function positiveMs(value: number | undefined, fallback: number, name: string): 
   return value;
 }
 
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(String(error));
-}
-
 function isDecision(target: Decision | Receipt): target is Decision {
   return typeof target === 'object' && target !== null && 'receipt' in target;
 }
 
-/** Array.isArray without widening a readonly array's element type to `any`. */
-function isList(value: unknown): value is readonly unknown[] {
-  return Array.isArray(value);
+/** Whether a stack part's `limiter` is a {@link Limiter} (what a stack needs of it). */
+function isLimiter(value: unknown): value is StackMember {
+  return value instanceof Limiter;
 }
