@@ -20,6 +20,7 @@ import {
   type ResolvedPolicy,
   resolvePolicy,
 } from './policy';
+import { LimiterReports } from './limiter-reports';
 import { checkReceipt } from './receipt-check.util';
 import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
 import {
@@ -156,9 +157,8 @@ export class Limiter {
   /** Longest wait for the store per call, in ms. */
   readonly timeoutMs: number;
   private readonly failureRetryAfterMs: number;
-  private lastWarningAt = -Infinity;
-  private lastShadowReportAt = -Infinity;
-  private shadowRefusals = 0;
+  /** Reports store failures, shadow refusals and failed settlements (options or warnings). */
+  private readonly reports: LimiterReports;
   /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
   private readonly deadlines: Deadlines;
   /**
@@ -189,6 +189,7 @@ export class Limiter {
     // The secret is kept where neither JSON.stringify nor util.inspect of the limiter shows it.
     const { receiptSecret, ...rest } = options;
     this.options = rest;
+    this.reports = new LimiterReports(this.policy.name, rest);
     const failMode = this.policy.failMode ?? options.failMode ?? 'closed';
     if (!FAIL_MODES.includes(failMode)) {
       throw new RangeError(
@@ -579,7 +580,7 @@ export class Limiter {
     } finally {
       await attempt
         .settle()
-        .catch((error: unknown) => this.reportSettleError(error, attempt.decision));
+        .catch((error: unknown) => this.reports.settleError(error, attempt.decision));
     }
   }
 
@@ -650,7 +651,11 @@ export class Limiter {
     this.store
       .refund(refundOf(request, late))
       .catch((error: unknown) =>
-        this.reportFailure({ reason: 'error', error: asError(error), failMode: this.failMode }),
+        this.reports.storeFailure({
+          reason: 'error',
+          error: asError(error),
+          failMode: this.failMode,
+        }),
       );
   }
 
@@ -665,7 +670,7 @@ export class Limiter {
       error: asError(error),
       failMode: this.failMode,
     });
-    this.reportFailure(failure);
+    this.reports.storeFailure(failure);
     if (this.failMode === 'memory') {
       const fallback = (this.fallback ??= this.store.fallback!());
       const result = spend ? await fallback.consume(request) : await fallback.peek(request);
@@ -676,20 +681,6 @@ export class Limiter {
       { name: request.policy, algorithm: request.algorithm, limits: request.limits },
       request.keys,
       { allowed, remaining: 0, retryAfterMs: allowed ? 0 : this.failureRetryAfterMs, failure },
-    );
-  }
-
-  private reportFailure(failure: StoreFailure): void {
-    if (this.options.onStoreFailure) {
-      this.options.onStoreFailure(failure, this.policy.name);
-      return;
-    }
-    const now = performance.now();
-    if (now - this.lastWarningAt < 10_000) return;
-    this.lastWarningAt = now;
-    process.emitWarning(
-      `redlimit: store ${failure.reason} for policy '${this.policy.name}', failing ${failure.failMode}: ${failure.error.message}`,
-      'RedlimitWarning',
     );
   }
 
@@ -801,37 +792,8 @@ export class Limiter {
       retryAfterMs: 0,
       shadowRefused: true as const,
     });
-    this.reportShadowRefusal(shadow);
+    this.reports.shadowRefusal(shadow);
     return shadow;
-  }
-
-  private reportShadowRefusal(decision: Decision): void {
-    if (this.options.onShadowRefusal) {
-      this.options.onShadowRefusal(decision);
-      return;
-    }
-    this.shadowRefusals += 1;
-    const now = performance.now();
-    if (now - this.lastShadowReportAt < 10_000) return;
-    this.lastShadowReportAt = now;
-    const count = this.shadowRefusals;
-    this.shadowRefusals = 0;
-    process.emitWarning(
-      `redlimit: policy '${this.policy.name}' is in shadow mode and let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
-      'RedlimitWarning',
-    );
-  }
-
-  private reportSettleError(error: unknown, decision: Decision): void {
-    if (this.options.onSettleError) {
-      this.options.onSettleError(error, decision);
-      return;
-    }
-    const reason = error instanceof Error ? error.message : String(error);
-    process.emitWarning(
-      `redlimit: could not refund a spend of policy '${decision.policy}' (the cost was kept): ${reason}`,
-      'RedlimitWarning',
-    );
   }
 }
 
