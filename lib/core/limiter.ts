@@ -159,8 +159,12 @@ export class Limiter {
   private readonly failureRetryAfterMs: number;
   /** Reports store failures, shadow refusals and failed settlements (options or warnings). */
   private readonly reports: LimiterReports;
-  /** Bounds every call of this limiter by `timeoutMs`, with one timer. */
-  private readonly deadlines: Deadlines;
+  /**
+   * Bounds every call of this limiter by `timeoutMs`, with one timer (a stack's too).
+   *
+   * @internal
+   */
+  readonly deadlines: Deadlines;
   /**
    * The limiter's options, less `receiptSecret` (kept only inside {@link receipts}).
    *
@@ -648,15 +652,13 @@ export class Limiter {
    * @internal
    */
   refundLate(request: SpendRequest, late: SpendResult): void {
-    this.store
-      .refund(refundOf(request, late))
-      .catch((error: unknown) =>
-        this.reports.storeFailure({
-          reason: 'error',
-          error: asError(error),
-          failMode: this.failMode,
-        }),
-      );
+    this.store.refund(refundOf(request, late)).catch((error: unknown) =>
+      this.reports.storeFailure({
+        reason: 'error',
+        error: asError(error),
+        failMode: this.failMode,
+      }),
+    );
   }
 
   /**

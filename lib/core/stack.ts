@@ -2,7 +2,8 @@ import { Attempt } from './attempt';
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
 import type { Decision, StackedDecision } from './decision';
-import { refusedError, StoreTimeoutError } from './errors';
+import { refusedError } from './errors';
+import { Deadlines } from './deadlines';
 import { decisionEvent, type DecisionEvents } from './events';
 import { checkActualCost, type Keys } from './keys.util';
 import { checkOptions } from './options.util';
@@ -23,6 +24,7 @@ import type { ResolvedPolicy } from './policy';
 export interface StackMember {
   readonly store: Store;
   readonly timeoutMs: number;
+  readonly deadlines: Deadlines;
   readonly policy: ResolvedPolicy;
   readonly options: { readonly events?: DecisionEvents; readonly sleep?: Sleep };
   request(keys: Keys, options: { readonly cost?: number }): SpendRequest;
@@ -159,7 +161,7 @@ export async function decideAll(
   }
   const first = parts[0]?.limiter as StackMember | undefined;
   const seen = new Set<string>();
-  let timeoutMs = Infinity;
+  let shortest = first!;
   const requests = parts.map((part, i) => {
     if (!part || !isMember(part.limiter)) {
       throw new TypeError(`${caller}(): part ${i} needs a Limiter as 'limiter'`);
@@ -186,15 +188,20 @@ export async function decideAll(
       }
       seen.add(pair);
     }
-    timeoutMs = Math.min(timeoutMs, part.limiter.timeoutMs);
+    if (part.limiter.timeoutMs < shortest.timeoutMs) shortest = part.limiter;
     return request;
   });
   const store = first!.store;
   const startedAt = monotonicNow();
-  const deadlineAt = startedAt + timeoutMs;
+  const deadlineAt = startedAt + shortest.timeoutMs;
   const stack = requests.map((request) => ({ ...request, deadlineAt }));
   const limiters = parts.map((part) => part.limiter as StackMember);
+  // The first call waits as the limiter with the shortest timeoutMs waits for its own calls; a
+  // second one (parts in shadow mode set aside) waits what is left of that time.
+  let calls = 0;
   const decideStack = (indices: readonly number[]): Promise<StackResult> => {
+    const deadlines =
+      calls++ === 0 ? shortest.deadlines : new Deadlines(Math.max(1, deadlineAt - monotonicNow()));
     const some = indices.map((i) => stack[i]!);
     const pending: Promise<StackResult> =
       typeof store.consumeStack !== 'function' || typeof store.peekStack !== 'function'
@@ -202,7 +209,7 @@ export async function decideAll(
         : spend
           ? store.consumeStack(some)
           : store.peekStack(some);
-    return withTimeout(pending, Math.max(1, deadlineAt - monotonicNow()), (late) => {
+    return deadlines.race(pending, (late) => {
       // The caller was already answered without these spends: give them back.
       if (spend && late.allowed) {
         late.results.forEach((r, n) => limiters[indices[n]!]!.refundLate(some[n]!, r));
@@ -313,33 +320,4 @@ export async function extendStack(stacked: StackedDecision): Promise<boolean> {
   const failed = renewed.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw asError(failed.reason);
   return renewed.every((r) => r.status === 'fulfilled' && r.value);
-}
-
-/**
- * Settles like `promise` unless `ms` pass first (then rejects with StoreTimeoutError); a value
- * that arrives after that goes to `onLate`. The timer does not hold the process open.
- */
-function withTimeout<T>(promise: Promise<T>, ms: number, onLate?: (value: T) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      reject(new StoreTimeoutError(ms));
-    }, ms);
-    timer.unref();
-    promise.then(
-      (value) => {
-        if (timedOut) onLate?.(value);
-        else {
-          clearTimeout(timer);
-          resolve(value);
-        }
-      },
-      (error: unknown) => {
-        if (timedOut) return; // already answered; the late error changes nothing
-        clearTimeout(timer);
-        reject(asError(error));
-      },
-    );
-  });
 }
