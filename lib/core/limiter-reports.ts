@@ -1,4 +1,5 @@
 import type { Decision, StoreFailure } from './decision';
+import { processWarning, warnEvery } from './warn-every.util';
 
 /** The limiter options that take its reports (see `LimiterOptions`). */
 export interface ReportHandlers {
@@ -20,9 +21,8 @@ export interface ReportHandlers {
  * const reports = new LimiterReports('login', { onStoreFailure: (f) => log.warn(f.error) });
  */
 export class LimiterReports {
-  private lastWarningAt = -Infinity;
-  private lastShadowReportAt = -Infinity;
-  private shadowRefusals = 0;
+  private readonly warnFailure = warnEvery(processWarning);
+  private readonly warnShadow = warnEvery(processWarning);
 
   constructor(
     /** The policy's name, as warnings give it. */
@@ -36,12 +36,9 @@ export class LimiterReports {
       this.options.onStoreFailure(failure, this.policy);
       return;
     }
-    const now = performance.now();
-    if (now - this.lastWarningAt < 10_000) return;
-    this.lastWarningAt = now;
-    process.emitWarning(
-      `redlimit: store ${failure.reason} for policy '${this.policy}', failing ${failure.failMode}: ${failure.error.message}`,
-      'RedlimitWarning',
+    this.warnFailure(
+      () =>
+        `redlimit: store ${failure.reason} for policy '${this.policy}', failing ${failure.failMode}: ${failure.error.message}`,
     );
   }
 
@@ -51,15 +48,9 @@ export class LimiterReports {
       this.options.onShadowRefusal(decision);
       return;
     }
-    this.shadowRefusals += 1;
-    const now = performance.now();
-    if (now - this.lastShadowReportAt < 10_000) return;
-    this.lastShadowReportAt = now;
-    const count = this.shadowRefusals;
-    this.shadowRefusals = 0;
-    process.emitWarning(
-      `redlimit: policy '${this.policy}' is in shadow mode and let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
-      'RedlimitWarning',
+    this.warnShadow(
+      (count) =>
+        `redlimit: policy '${this.policy}' is in shadow mode and let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
     );
   }
 
@@ -70,9 +61,8 @@ export class LimiterReports {
       return;
     }
     const reason = error instanceof Error ? error.message : String(error);
-    process.emitWarning(
+    processWarning(
       `redlimit: could not refund a spend of policy '${decision.policy}' (the cost was kept): ${reason}`,
-      'RedlimitWarning',
     );
   }
 }
