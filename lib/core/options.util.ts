@@ -19,11 +19,38 @@ export function checkOptions(options: unknown, known: readonly string[], where: 
       `${where} must be an object { ${known.map((name) => `${name}?`).join(', ')} }; got ${describe(options)}`,
     );
   }
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      throw new TypeError(`${where}.${name} is not an option (known: ${known.join(', ')})`);
-    }
+  checkKnownNames(
+    options,
+    known,
+    (name, list) => `${where}.${name} is not an option (known: ${list})`,
+  );
+}
+
+/**
+ * The one check under every validator of core and stores ({@link checkOptions}, and the fields of a
+ * policy, its limits and its lockout): an own key of `value` that is not in `known` is a TypeError,
+ * with the message the validator words (given the name and the known names, comma-separated).
+ *
+ * @throws TypeError for the first unknown name
+ * @example
+ * checkKnownNames({ windw: '1m' }, ['limit', 'window'], (name, list) => `'${name}' is not a field (known: ${list})`);
+ * // TypeError: 'windw' is not a field (known: limit, window)
+ */
+export function checkKnownNames(
+  value: object,
+  known: readonly string[] | ReadonlySet<string>,
+  message: (name: string, known: string) => string,
+): void {
+  const has = isSet(known)
+    ? (name: string) => known.has(name)
+    : (name: string) => known.includes(name);
+  for (const name of Object.keys(value)) {
+    if (!has(name)) throw new TypeError(message(name, [...known].join(', ')));
   }
+}
+
+function isSet(known: readonly string[] | ReadonlySet<string>): known is ReadonlySet<string> {
+  return known instanceof Set;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { type Duration, parseDuration } from './duration.util';
+import { checkKnownNames } from './options.util';
 
 /** The rate algorithms: each admits `limit` units per `window`. */
 export type RateAlgorithm =
@@ -372,11 +373,11 @@ function boundedBlock(ms: number, field: string): number {
 
 /** Refuses a field the object type does not know (a typo must not silently change a limit). */
 function unknownFields(value: object, known: ReadonlySet<string>, path: string): void {
-  for (const field of Object.keys(value)) {
-    if (!known.has(field)) {
-      throw new TypeError(`${path}: '${field}' is not a field (known: ${[...known].join(', ')})`);
-    }
-  }
+  checkKnownNames(
+    value,
+    known,
+    (field, list) => `${path}: '${field}' is not a field (known: ${list})`,
+  );
 }
 
 function resolveLimit(options: Partial<LimitOptions>, path: string, usesBurst: boolean): LimitRule {
