@@ -2,6 +2,7 @@ import { Attempt } from './attempt';
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
 import { Deadlines } from './deadlines';
+import { decisionOf } from './decision-of.util';
 import {
   type Decision,
   type Receipt,
@@ -610,56 +611,7 @@ export class Limiter {
     spend: boolean,
     failure?: StoreFailure,
   ): Decision {
-    const rule = request.limits[result.limitIndex] ?? request.limits[0]!;
-    const spent = spend && result.allowed;
-    const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = {
-      policy: request.policy,
-      algorithm: request.algorithm,
-      limits: request.limits,
-      keys: request.keys,
-      cost: spent ? request.cost : 0,
-      at: result.at,
-      spent,
-    };
-    if (spent && result.spendId !== undefined) receipt.spendId = result.spendId;
-    if (spent && result.atByKey !== undefined) receipt.atByKey = result.atByKey;
-    if (spent && result.resetMarks !== undefined) receipt.resetMarks = result.resetMarks;
-    if (failure) receipt.fallback = true;
-    if (spent && this.receipts !== undefined) receipt.mac = this.receipts.sign(receipt);
-    const blockedKey = request.keys[result.blockedKeyIndex];
-    const { warnAt } = this.policy;
-    const decision: { -readonly [K in keyof Decision]: Decision[K] } = {
-      allowed: result.allowed,
-      remaining: Math.max(0, result.remaining),
-      limit: rule.limit,
-      windowMs: rule.windowMs,
-      retryAfterMs: result.retryAfterMs,
-      resetAfterMs: result.resetAfterMs,
-      policy: request.policy,
-      receipt: Object.freeze(receipt),
-    };
-    if (blockedKey !== undefined) {
-      decision.blockedBy = Object.freeze({
-        key: blockedKey,
-        limit: rule.limit,
-        windowMs: rule.windowMs,
-      });
-    }
-    if (failure) decision.failure = failure;
-    if (!result.allowed && result.blockedUntil !== undefined) {
-      decision.blockedUntil = result.blockedUntil;
-    }
-    if (result.cached) decision.cached = true;
-
-    // Soft limit, on the binding limit's capacity (burst for buckets): the 8th of 10 at 0.8.
-    if (
-      warnAt !== undefined &&
-      result.allowed &&
-      rule.burst - Math.max(0, result.remaining) >= Math.ceil(warnAt * rule.burst - 1e-9)
-    ) {
-      decision.warning = true;
-    }
-    return Object.freeze(decision);
+    return decisionOf(request, result, spend, failure, this.policy.warnAt, this.receipts);
   }
 
   /**
