@@ -1,9 +1,12 @@
 // One Nest 11 app for bench/http.ts, run in its own child process (forked with ts-node):
-//   http-app.ts <express|fastify> <bare|redlimit|throttler> <redis url> <redlimit key prefix>
-// The same GET /hello in every variant: no limiter; @Throttle + RedlimitGuard (fixed window, a
-// limit that never refuses); @nestjs/throttler's ThrottlerGuard with @nest-lab's Redis storage;
-// and, to tell what an app-wide interceptor alone costs, no limiter + a no-op APP_INTERCEPTOR
-// (RedlimitModule registers one for @Attempt).
+//   http-app.ts <express|fastify> <variant> <redis url> <redlimit key prefix> [redlimit lib dir]
+// The same GET /hello in every variant: no limiter; `redlimit`: @Throttle + RedlimitGuard (fixed
+// window, a limit that never refuses); `attempt`: @Attempt('ip') on the handler (the interceptor
+// spends; RedlimitGuard runs and finds no layer); `default`: no decorator, the module's
+// defaultPolicy with RedlimitGuard as APP_GUARD; @nestjs/throttler's ThrottlerGuard with
+// @nest-lab's Redis storage; and, to tell what an app-wide interceptor alone costs, no limiter + a
+// no-op APP_INTERCEPTOR (RedlimitModule registers one for @Attempt). The redlimit variants load
+// redlimit/nest from the lib dir when one is given (another checkout's `lib/nest`, for an A/B run).
 // Listens on a free port, reports it to the parent over IPC, and answers { cpu } on request.
 import 'reflect-metadata';
 import {
@@ -16,15 +19,15 @@ import {
   type Type,
   UseGuards,
 } from '@nestjs/common';
-import { APP_INTERCEPTOR, NestFactory } from '@nestjs/core';
+import { APP_GUARD, APP_INTERCEPTOR, NestFactory } from '@nestjs/core';
 import type { Observable } from 'rxjs';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
-import { RedlimitGuard, RedlimitModule, Throttle } from '../lib/nest';
+import { resolve } from 'node:path';
 
 export type Platform = 'express' | 'fastify';
-export type Variant = 'bare' | 'interceptor' | 'redlimit' | 'throttler';
+export type Variant = 'bare' | 'interceptor' | 'redlimit' | 'attempt' | 'default' | 'throttler';
 
 /** Messages from the app to the parent. */
 export type AppMessage = { port: number } | { cpuUs: number };
@@ -49,16 +52,6 @@ class PassThroughInterceptor implements NestInterceptor {
 }
 
 @Controller()
-@UseGuards(RedlimitGuard)
-@Throttle('bench')
-class RedlimitController {
-  @Get('hello')
-  hello(): { hello: string } {
-    return { hello: 'world' };
-  }
-}
-
-@Controller()
 @UseGuards(ThrottlerGuard)
 class ThrottlerController {
   @Get('hello')
@@ -67,47 +60,93 @@ class ThrottlerController {
   }
 }
 
-function appModule(variant: Variant, url: string, prefix: string): Type {
-  const imports = {
-    bare: [],
-    interceptor: [],
-    redlimit: [
-      RedlimitModule.forRoot({
+/** The redlimit variants' controllers and module, built on one copy of redlimit/nest. */
+function redlimitApp(
+  variant: 'redlimit' | 'attempt' | 'default',
+  url: string,
+  prefix: string,
+  libDir?: string,
+) {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- chosen at run time (A/B)
+  const lib = require(libDir ? resolve(libDir) : '../lib/nest') as typeof import('../lib/nest');
+
+  @Controller()
+  @UseGuards(lib.RedlimitGuard)
+  @lib.Throttle('bench')
+  class ThrottleController {
+    @Get('hello')
+    hello(): { hello: string } {
+      return { hello: 'world' };
+    }
+  }
+
+  @Controller()
+  @UseGuards(lib.RedlimitGuard)
+  class AttemptController {
+    @Get('hello')
+    hello(@lib.Attempt('ip', { policy: 'bench' }) _attempt: unknown): { hello: string } {
+      return { hello: 'world' };
+    }
+  }
+
+  const policies = {
+    bench: { algorithm: 'fixed-window' as const, limit: NEVER_REFUSES, window: '1h' },
+  };
+  return {
+    imports: [
+      lib.RedlimitModule.forRoot({
         redis: url,
         prefix,
-        policies: { bench: { algorithm: 'fixed-window', limit: NEVER_REFUSES, window: '1h' } },
+        policies,
+        ...(variant === 'default' && { defaultPolicy: 'bench' }),
       }),
     ],
-    throttler: [
-      ThrottlerModule.forRoot({
-        throttlers: [{ ttl: HOUR_MS, limit: NEVER_REFUSES }],
-        storage: new ThrottlerStorageRedisService(url),
-      }),
+    controllers: [
+      { redlimit: ThrottleController, attempt: AttemptController, default: BareController }[
+        variant
+      ],
     ],
-  }[variant];
-  const controller = {
-    bare: BareController,
-    interceptor: BareController,
-    redlimit: RedlimitController,
-    throttler: ThrottlerController,
-  }[variant];
-  const providers =
-    variant === 'interceptor'
-      ? [{ provide: APP_INTERCEPTOR, useClass: PassThroughInterceptor }]
-      : [];
-  @Module({ imports, controllers: [controller], providers })
+    providers: variant === 'default' ? [{ provide: APP_GUARD, useClass: lib.RedlimitGuard }] : [],
+  };
+}
+
+function appModule(variant: Variant, url: string, prefix: string, libDir?: string): Type {
+  let metadata;
+  if (variant === 'redlimit' || variant === 'attempt' || variant === 'default') {
+    metadata = redlimitApp(variant, url, prefix, libDir);
+  } else if (variant === 'throttler') {
+    metadata = {
+      imports: [
+        ThrottlerModule.forRoot({
+          throttlers: [{ ttl: HOUR_MS, limit: NEVER_REFUSES }],
+          storage: new ThrottlerStorageRedisService(url),
+        }),
+      ],
+      controllers: [ThrottlerController],
+    };
+  } else {
+    metadata = {
+      controllers: [BareController],
+      providers:
+        variant === 'interceptor'
+          ? [{ provide: APP_INTERCEPTOR, useClass: PassThroughInterceptor }]
+          : [],
+    };
+  }
+  @Module(metadata)
   class BenchAppModule {}
   return BenchAppModule;
 }
 
 async function main(): Promise<void> {
-  const [platform, variant, url, prefix] = process.argv.slice(2) as [
+  const [platform, variant, url, prefix, libDir] = process.argv.slice(2) as [
     Platform,
     Variant,
     string,
     string,
+    string | undefined,
   ];
-  const module = appModule(variant, url, prefix);
+  const module = appModule(variant, url, prefix, libDir);
   const app =
     platform === 'fastify'
       ? await NestFactory.create(module, new FastifyAdapter(), { logger: false })

@@ -1,6 +1,10 @@
 // What a limiter costs an HTTP endpoint, in CPU of the app process per request: the same Nest 11
 // GET /hello on Express and on Fastify, (a) without a limiter, (b) with @Throttle + RedlimitGuard,
-// (c) with @nestjs/throttler's ThrottlerGuard on @nest-lab/throttler-storage-redis.
+// (c) with @Attempt (its interceptor, and RedlimitGuard finding no layer), (d) on the module's
+// defaultPolicy only (RedlimitGuard as APP_GUARD), (e) with @nestjs/throttler's ThrottlerGuard on
+// @nest-lab/throttler-storage-redis. `--baseline DIR` also runs (b)-(d) on another checkout's
+// redlimit (`DIR/lib/nest`, e.g. `git archive <commit> lib lua | tar -x -C DIR`) in the same
+// shuffled rounds, and reports this checkout over it: an A/B of two builds on one machine.
 //
 //   npm run bench:http -- [--duration 5] [--rounds 10] [--platforms express,fastify] [--no-write] …
 //   (`npm run bench:http -- --help` lists every option)
@@ -62,6 +66,8 @@ const USAGE = `npm run bench:http -- [options]
   --rounds N          measured rounds, order shuffled each round (default 10)
   --warmup S          seconds of warm-up per app before the rounds (default 3)
   --platforms LIST    express,fastify (default both)
+  --variants LIST     which redlimit routes: throttle,attempt,default (default all three)
+  --baseline DIR      also run them on the redlimit of DIR/lib/nest, and compare (A/B)
   --interceptor       also run the no-limiter app with a no-op APP_INTERCEPTOR (what Nest's
                       interceptor machinery alone costs; RedlimitModule registers one for @Attempt)
   --seed N            seed of the shuffles and the bootstrap (default: drawn, and printed)
@@ -79,18 +85,30 @@ const VARIANTS: ReadonlyArray<{ variant: Variant; name: string; kind: Bar['kind'
   { variant: 'bare', name: 'no limiter', kind: 'reference' },
   { variant: 'interceptor', name: 'no limiter + no-op APP_INTERCEPTOR', kind: 'reference' },
   { variant: 'redlimit', name: '@Throttle + RedlimitGuard', kind: 'ours' },
+  { variant: 'attempt', name: '@Attempt + RedlimitGuard', kind: 'ours' },
+  { variant: 'default', name: 'defaultPolicy, RedlimitGuard as APP_GUARD', kind: 'ours' },
   { variant: 'throttler', name: 'ThrottlerGuard + throttler-storage-redis', kind: 'peer' },
 ];
 const GENERATOR_CPU = 0;
 const APP_CPU = 1;
-/** Most app CPU per request over no limiter for @Throttle (issue 13). */
+/** Most app CPU per request over no limiter for @Throttle (issue 13), and @Attempt (issue 28). */
 const OVERHEAD_TARGET_US = 15;
+/** Least req/s as a share of the no-limiter app's (issue 28). */
+const SPEED_TARGETS: Readonly<Record<Platform, number>> = { express: 0.9, fastify: 0.75 };
+/** The redlimit variants by their --variants name. */
+const ROUTES: Readonly<Record<string, Variant>> = {
+  throttle: 'redlimit',
+  attempt: 'attempt',
+  default: 'default',
+};
 
 interface App {
   readonly platform: Platform;
   readonly variant: Variant;
   readonly name: string;
   readonly kind: Bar['kind'];
+  /** The other checkout's redlimit it runs on (--baseline), if not this one's. */
+  readonly baseline?: string;
   readonly url: string;
   readonly child: ChildProcess;
 }
@@ -121,6 +139,8 @@ function options() {
     warmup: { type: 'string', default: '3' },
     platforms: { type: 'string', default: 'express,fastify' },
     interceptor: { type: 'boolean', default: false },
+    variants: { type: 'string', default: 'throttle,attempt,default' },
+    baseline: { type: 'string', default: '' },
     seed: { type: 'string' },
     resamples: { type: 'string', default: '10000' },
     'no-pin': { type: 'boolean', default: false },
@@ -133,7 +153,14 @@ function options() {
   if (platforms.some((p) => p !== 'express' && p !== 'fastify')) {
     usageError(`--platforms takes express and/or fastify; got ${values.platforms}`, USAGE);
   }
+  const routes = values.variants.split(',');
+  const unknownRoute = routes.find((r) => !(r in ROUTES));
+  if (unknownRoute !== undefined) {
+    usageError(`--variants takes throttle, attempt and/or default; got ${unknownRoute}`, USAGE);
+  }
   return {
+    routes: routes.map((r) => ROUTES[r]!),
+    baseline: values.baseline,
     duration: positive(values.duration, 'duration', USAGE),
     connections: positiveInteger(values.connections, 'connections', USAGE),
     rounds: positiveInteger(values.rounds, 'rounds', USAGE),
@@ -159,6 +186,7 @@ async function startApp(
   entry: (typeof VARIANTS)[number],
   redisUrl: string,
   prefix: string,
+  baseline?: string,
 ): Promise<App> {
   const [command, args] = pinnedCommand(pin, APP_CPU, process.execPath, [
     '-r',
@@ -168,6 +196,7 @@ async function startApp(
     entry.variant,
     redisUrl,
     prefix,
+    ...(baseline ? [join(baseline, 'lib', 'nest')] : []),
   ]);
   // taskset execs node in place: the child's pid is the app's, and the IPC channel reaches it.
   const child = spawn(command, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -177,7 +206,8 @@ async function startApp(
     });
     child.once('exit', (code) => reject(new Error(`${platform} ${entry.variant} exited: ${code}`)));
   });
-  return { platform, ...entry, url: `http://127.0.0.1:${port}/hello`, child };
+  const name = baseline ? `${entry.name} @ baseline` : entry.name;
+  return { platform, ...entry, name, baseline, url: `http://127.0.0.1:${port}/hello`, child };
 }
 
 /** The app process's CPU time so far, in µs. */
@@ -235,12 +265,19 @@ async function main(): Promise<void> {
     const host = machine(await redisVersion(admin)); // before pinning: nproc counts allowed CPUs
     if (redis.private && redis.pid) pinProcess(pin, redis.pid, APP_CPU);
     pinProcess(pin, process.pid, GENERATOR_CPU);
-    const entries = VARIANTS.filter((v) => o.interceptor || v.variant !== 'interceptor');
+    const entries = VARIANTS.filter(
+      (v) =>
+        (o.interceptor || v.variant !== 'interceptor') &&
+        (v.kind !== 'ours' || o.routes.includes(v.variant)),
+    );
     for (const platform of o.platforms) {
       for (const entry of entries) {
-        const app = await startApp(pin, platform, entry, redis.url, prefix);
-        account.add(app.child.pid!);
-        apps.push(app);
+        const builds = entry.kind === 'ours' && o.baseline ? [undefined, o.baseline] : [undefined];
+        for (const baseline of builds) {
+          const app = await startApp(pin, platform, entry, redis.url, prefix, baseline);
+          account.add(app.child.pid!);
+          apps.push(app);
+        }
       }
     }
     const progress = new ProgressBar(apps.length * (o.rounds + 1));
@@ -276,8 +313,10 @@ async function main(): Promise<void> {
 
     const bootstrap = seededRandom(o.seed + 1);
     const estimate = (values: number[]) => bootstrapMedian(values, bootstrap, o.resamples);
-    const find = (platform: Platform, variant: Variant) =>
-      apps.find((a) => a.platform === platform && a.variant === variant)!;
+    const find = (platform: Platform, variant: Variant, baseline?: string) =>
+      apps.find(
+        (a) => a.platform === platform && a.variant === variant && a.baseline === baseline,
+      )!;
     const bare = (app: App) => find(app.platform, 'bare');
     /** Per round: f(a's sample, b's sample). */
     const perRound = (a: App, b: App, f: (x: Sample, y: Sample) => number) =>
@@ -304,24 +343,51 @@ async function main(): Promise<void> {
     const verdict = (met: boolean) =>
       notJudged ? 'not judged (machine loaded)' : met ? 'met' : 'missed';
     const targets: string[][] = [];
+    const routeName = { redlimit: '@Throttle', attempt: '@Attempt', default: 'defaultPolicy' };
     for (const platform of o.platforms) {
-      const ours = find(platform, 'redlimit');
-      const overBare = overhead(ours);
-      const overThrottler = overhead(ours, find(platform, 'throttler'));
-      targets.push(
-        [
-          `${platform}: @Throttle app CPU µs/request over no limiter`,
-          signed(overBare),
-          `≤ +${OVERHEAD_TARGET_US}`,
-          verdict(overBare.high <= OVERHEAD_TARGET_US),
-        ],
-        [
-          `${platform}: @Throttle over ThrottlerGuard + throttler-storage-redis`,
-          signed(overThrottler),
-          '< 0 (below ThrottlerGuard)',
-          verdict(overThrottler.high < 0),
-        ],
-      );
+      for (const variant of o.routes) {
+        const ours = find(platform, variant);
+        const label = `${platform}: ${routeName[variant as keyof typeof routeName]}`;
+        const overBare = overhead(ours);
+        const overThrottler = overhead(ours, find(platform, 'throttler'));
+        const fast = speed(ours);
+        targets.push(
+          [
+            `${label} app CPU µs/request over no limiter`,
+            signed(overBare),
+            `≤ +${OVERHEAD_TARGET_US}`,
+            verdict(overBare.high <= OVERHEAD_TARGET_US),
+          ],
+          [
+            `${label} req/s × no limiter`,
+            withInterval(fast),
+            `≥ ${SPEED_TARGETS[platform].toFixed(2)}`,
+            verdict(fast.low >= SPEED_TARGETS[platform]),
+          ],
+          [
+            `${label} over ThrottlerGuard + throttler-storage-redis`,
+            signed(overThrottler),
+            '< 0 (below ThrottlerGuard)',
+            verdict(overThrottler.high < 0),
+          ],
+        );
+      }
+    }
+    // This checkout over the baseline's, per round: CPU µs/request and req/s.
+    const ab: string[][] = [];
+    if (o.baseline) {
+      for (const platform of o.platforms) {
+        for (const variant of o.routes) {
+          const now = find(platform, variant);
+          const before = find(platform, variant, o.baseline);
+          ab.push([
+            platform,
+            now.name,
+            signed(overhead(now, before)),
+            withInterval(estimate(perRound(now, before, (x, y) => x.perSecond / y.perSecond))),
+          ]);
+        }
+      }
     }
     const pinned = pin.taskset
       ? `autocannon pinned to CPU ${GENERATOR_CPU}, the apps${redis.private ? ' and Redis' : ''} ` +
@@ -366,9 +432,21 @@ async function main(): Promise<void> {
         rows,
       ),
       '',
-      '## Targets (issue 13)',
+      ...(ab.length > 0
+        ? [
+            `## This checkout over the baseline (${o.baseline})`,
+            '',
+            "Per round: app CPU µs/request minus the baseline build's, and req/s over its; " +
+              'median [95 % interval].',
+            '',
+            markdownTable(['platform', 'route', 'app CPU µs/req', 'req/s ×'], ab),
+            '',
+          ]
+        : []),
+      '## Targets (issues 13 and 28)',
       '',
-      'Met only when the upper bound of the interval is within the target.',
+      'A "≤" target is met only when the upper bound of the interval is within it, a "≥" target ' +
+        'only when the lower bound is.',
       '',
       ...(notJudged ? [`**No verdicts: ${notJudged}.**`, ''] : []),
       markdownTable(['target', 'measured: median [95 % interval]', 'target', 'verdict'], targets),
