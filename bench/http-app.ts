@@ -24,13 +24,21 @@ import type { Observable } from 'rxjs';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { ThrottlerStorageRedisService } from '@nest-lab/throttler-storage-redis';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { resolve } from 'node:path';
 
 export type Platform = 'express' | 'fastify';
 export type Variant = 'bare' | 'interceptor' | 'redlimit' | 'attempt' | 'default' | 'throttler';
 
 /** Messages from the app to the parent. */
-export type AppMessage = { port: number } | { cpuUs: number };
+export type AppMessage = { port: number } | { cpuUs: number } | { profiled: string };
+
+/**
+ * Messages from the parent: `'cpu'`, `'stop'`, and (bench/http-profile.ts) `'profile'` to start
+ * the V8 CPU profiler, `{ profileTo }` to stop it and write the profile there.
+ */
+export type ParentMessage = 'cpu' | 'stop' | 'profile' | { profileTo: string };
 
 const HOUR_MS = 3_600_000;
 const NEVER_REFUSES = 1_000_000_000;
@@ -155,8 +163,18 @@ async function main(): Promise<void> {
   const server = app.getHttpServer() as import('node:net').Server;
   const address = server.address() as import('node:net').AddressInfo;
   const send = (message: AppMessage) => process.send?.(message);
-  process.on('message', (message: unknown) => {
-    if (message === 'cpu') {
+  let profiler: import('node:inspector').Session | undefined;
+  process.on('message', (message: ParentMessage) => {
+    if (message === 'profile') {
+      profiler = new Session();
+      profiler.connect();
+      profiler.post('Profiler.enable', () => profiler!.post('Profiler.start'));
+    } else if (typeof message === 'object' && profiler) {
+      profiler.post('Profiler.stop', (error, result) => {
+        if (!error) writeFileSync(message.profileTo, JSON.stringify(result.profile));
+        send({ profiled: error ? String(error) : message.profileTo });
+      });
+    } else if (message === 'cpu') {
       const { user, system } = process.cpuUsage();
       send({ cpuUs: user + system });
     } else if (message === 'stop') {

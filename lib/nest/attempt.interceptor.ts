@@ -13,31 +13,25 @@ import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../core/errors';
 import { runInAttemptScope, scopedAttempt } from './attempt-scope.util';
-import { loginPartOf, resolveAttemptPart } from './attempt-part.util';
-import { UNKNOWN_CLIENT } from './client-ip.util';
+import { resolveAttemptPart, type ResolvedAttemptPart } from './attempt-part.util';
 import { readContextField } from './context-field.util';
 import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import {
-  contextRequest,
-  contextResponse,
   contextUserId,
   type RedlimitContextType,
   redlimitContextType,
 } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
 import { type ClosableResponse as NodeResponse, nodeResponse } from './lease-release.util';
+import { RequestView, requestView } from './request-view';
+import { type AttemptPlan, routePlan } from './route-plan';
 import { requestCost } from './request-cost.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
 import { policyNamesFor } from './policy-names.util';
 import { recordedHeaderLayers, shownLayer } from './rate-limit-layers.util';
 import { REDLIMIT_LOGGER_CONTEXT, REQUEST_ATTEMPT } from './redlimit.constants';
-import {
-  type AttemptMetadata,
-  type AttemptOutcome,
-  type AttemptPart,
-  readRedlimitMetadata,
-} from './redlimit.metadata';
+import { type AttemptMetadata, type AttemptOutcome, type AttemptPart } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
 import { unchargedAttempt } from './uncharged-attempt.util';
 import { RedlimitDevices, type TrustedDevice } from './redlimit-devices.service';
@@ -90,25 +84,26 @@ export class AttemptInterceptor implements NestInterceptor {
   ) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
-    const type = redlimitContextType(context);
-    if (type === undefined) return next.handle();
-    const { attempt: metadata } = readRedlimitMetadata(context.getHandler(), context.getClass());
-    if (!metadata) return next.handle();
-    const request = type === 'http' ? context.getArgByIndex<Record<symbol, unknown>>(0) : undefined;
+    const view = requestView(context);
+    if (view === undefined) return next.handle();
+    const plan = routePlan(this.registry, view.handler, view.controller).attempt;
+    if (!plan) return next.handle();
+    const { metadata } = plan;
+    const request = view.type === 'http' ? (view.call as Record<symbol, unknown>) : undefined;
     const begun = request ? request[REQUEST_ATTEMPT] : scopedAttempt(context.getArgs());
     if (begun !== undefined) return next.handle(); // a second interceptor
     if (this.http.access.active) {
       // The module's deny/allow lists and skipIf (the guard's verdict, if it asked first).
-      const verdict = await this.http.access.verdict(context);
-      if (verdict !== undefined) return this.passUncharged(context, next, metadata, verdict);
+      const verdict = await this.http.access.verdictFor(view);
+      if (verdict !== undefined) return this.passUncharged(view, next, metadata, verdict);
     }
-    const response = contextResponse(context);
-    const limiter = await this.registry.resolveFor(metadata.policy, context);
+    const response = view.response;
+    const limiter = plan.limiter ?? (await this.registry.resolveFor(metadata.policy, context));
     let keys: string[];
     let cost: number | undefined;
     try {
       // Every part (and a computed cost) is read, and bad input refused, before anything is charged.
-      keys = await Promise.all(metadata.parts.map((part, i) => this.resolvePart(context, part, i)));
+      keys = await this.keysOf(view, plan);
       cost = await requestCost(context, metadata.cost, limiter);
     } catch (error) {
       if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
@@ -117,30 +112,33 @@ export class AttemptInterceptor implements NestInterceptor {
     let attempt: Attempt;
     let device: DeviceSpend | undefined;
     try {
-      if (metadata.devices === undefined || metadata.devices === false) {
-        attempt = await limiter.begin(keys, { cost });
-      } else
-        ({ attempt, device } = await this.spendWithDevice(context, metadata, limiter, keys, cost));
+      if (plan.loginPart === undefined) attempt = await limiter.begin(keys, { cost });
+      else ({ attempt, device } = await this.spendWithDevice(view, plan, limiter, keys, cost));
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
-        if (response && disclosed(metadata, keys)) {
+        if (response && disclosed(plan, keys)) {
           const policy = this.registry.has(error.decision.policy)
             ? this.registry.get(error.decision.policy).policy
             : limiter.policy;
-          this.applyHeaders(context, response, error.decision, policy);
+          this.applyHeaders(view, response, error.decision, policy);
         }
         this.throwRefusal(context, error.decision);
       }
       throw error;
     }
-    if (response && disclosed(metadata, keys)) {
-      this.applyHeaders(context, response, attempt.decision, limiter.policy);
+    if (response && disclosed(plan, keys)) {
+      this.applyHeaders(view, response, attempt.decision, limiter.policy);
     }
-    if (request) request[REQUEST_ATTEMPT] = attempt;
-    const handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
+    // Over HTTP the parameter decorator reads the attempt from the request; elsewhere from the
+    // async scope of the handler's call (an AsyncLocalStorage, which costs every promise after).
+    let handled: Observable<unknown>;
+    if (request) {
+      request[REQUEST_ATTEMPT] = attempt;
+      handled = next.handle();
+    } else handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
     // A handler that answers through @Res() itself may send its status (and keep streaming) after
     // it returned: its outcome, and its lease, wait for the response to end.
-    const answering = type === 'http' ? answeringResponse(context, response) : undefined;
+    const answering = plan.answersItself ? nodeResponse(response) : undefined;
     return settleAfter(
       handled,
       (outcome) =>
@@ -151,12 +149,20 @@ export class AttemptInterceptor implements NestInterceptor {
                 metadata,
                 attempt,
                 finished
-                  ? withStatus(outcome, type, response)
+                  ? withStatus(outcome, view.type, response)
                   : { ok: false, error: new AttemptCancelledError('request cancelled') },
                 device,
+                view,
               ),
             )
-          : this.settle(context, metadata, attempt, withStatus(outcome, type, response), device),
+          : this.settle(
+              context,
+              metadata,
+              attempt,
+              withStatus(outcome, view.type, response),
+              device,
+              view,
+            ),
       // Torn down before it settled (the client left): a lease is held to its window, since the
       // work behind the Observable (`from(promise)`) may go on unseen.
       attempt.leased,
@@ -170,11 +176,12 @@ export class AttemptInterceptor implements NestInterceptor {
    * rate-limit headers are set.
    */
   private async passUncharged(
-    context: ExecutionContext,
+    view: RequestView,
     next: CallHandler,
     metadata: AttemptMetadata,
     verdict: 'denied' | 'skipped',
   ): Promise<Observable<unknown>> {
+    const { context } = view;
     if (verdict === 'denied') {
       this.http.access.report(
         'denied',
@@ -185,10 +192,23 @@ export class AttemptInterceptor implements NestInterceptor {
     const limiter = await this.registry.resolveFor(metadata.policy, context);
     this.http.access.report('skipped', [limiter.policy.name]);
     const attempt = unchargedAttempt(limiter.policy);
-    if (redlimitContextType(context) === 'http') {
-      context.getArgByIndex<Record<symbol, unknown>>(0)[REQUEST_ATTEMPT] = attempt;
+    if (view.type === 'http') {
+      (view.call as Record<symbol, unknown>)[REQUEST_ATTEMPT] = attempt;
+      return next.handle();
     }
     return runInAttemptScope(context.getArgs(), attempt, () => next.handle());
+  }
+
+  /**
+   * Every part's caller key, in order: by {@link resolvePart} when a subclass overrides it, else
+   * from the route plan's parsed parts on the call's view.
+   */
+  private keysOf(view: RequestView, plan: AttemptPlan): Promise<string[]> {
+    const { parts } = plan.metadata;
+    if (this.resolvePart !== AttemptInterceptor.prototype.resolvePart) {
+      return Promise.all(parts.map((part, i) => this.resolvePart(view.context, part, i)));
+    }
+    return Promise.all(plan.parts.map((part) => this.keyOf(view, part)));
   }
 
   /**
@@ -205,17 +225,26 @@ export class AttemptInterceptor implements NestInterceptor {
     part: AttemptPart,
     index: number,
   ): Promise<string> {
+    // A context type redlimit does not know has no request: its parts read nothing.
+    const view =
+      requestView(context) ?? new RequestView(context, context.getType<RedlimitContextType>());
     const resolved = resolveAttemptPart(part, index); // a few string operations; checked at decoration
+    return this.keyOf(view, resolved);
+  }
+
+  /** The caller key of one parsed part ({@link resolvePart}'s default). */
+  private async keyOf(view: RequestView, resolved: ResolvedAttemptPart): Promise<string> {
+    const { context } = view;
     switch (resolved.kind) {
       case 'ip':
-        return this.http.attemptKey('ip', this.clientIpOf(context));
+        return this.http.attemptKey('ip', view.clientIp(this.http));
       case 'user':
         return this.http.attemptKey('user', contextUserId(context));
       case 'apiKey': {
         // The API key header, hashed; anonymous callers are charged by their IP instead.
-        const request = contextRequest(context);
+        const request = view.request;
         const apiKey = request ? await this.http.apiKeyFor(request, context) : undefined;
-        return apiKey ?? this.http.attemptKey('ip', this.clientIpOf(context));
+        return apiKey ?? this.http.attemptKey('ip', view.clientIp(this.http));
       }
       case 'function': {
         const value: unknown = await resolved.fn(context);
@@ -238,24 +267,18 @@ export class AttemptInterceptor implements NestInterceptor {
    * layer, the legacy ones describe the refusing layer, else the one with the least left.
    */
   private applyHeaders(
-    context: ExecutionContext,
+    view: RequestView,
     response: HttpResponseLike,
     decision: Decision,
     policy: ResolvedPolicy,
   ): void {
-    const earlier = recordedHeaderLayers(context);
+    const earlier = recordedHeaderLayers(view);
     if (earlier.length === 0) {
       this.http.applyHeaders(response, decision, policy);
       return;
     }
     const layers = [...earlier, { decision, policy }];
     this.http.applyStackHeaders(response, layers, shownLayer(layers));
-  }
-
-  /** The client IP, or `'unknown'` on a transport without addresses (one budget per handler). */
-  private clientIpOf(context: ExecutionContext): string {
-    const request = contextRequest(context);
-    return request ? this.http.clientIp(request) : UNKNOWN_CLIENT;
   }
 
   /**
@@ -294,7 +317,8 @@ export class AttemptInterceptor implements NestInterceptor {
     metadata: AttemptMetadata,
     attempt: Attempt,
     outcome: AttemptOutcome,
-    device?: DeviceSpend,
+    device: DeviceSpend | undefined,
+    view: RequestView,
   ): Promise<void> {
     try {
       if (!attempt.settled && !attempt.refunded && this.shouldRefund(context, metadata, outcome)) {
@@ -305,7 +329,7 @@ export class AttemptInterceptor implements NestInterceptor {
       // a handler that threw after refunding) proves nothing.
       const proved =
         attempt.refunded && outcome.ok && (outcome.status === undefined || outcome.status < 400);
-      const trust = device !== undefined && proved ? this.trustDevice(context, device) : undefined;
+      const trust = device !== undefined && proved ? this.trustDevice(view, device) : undefined;
       await Promise.all([attempt.settle(), trust]);
     } catch (error) {
       this.onSettleError(error, attempt.decision);
@@ -322,12 +346,13 @@ export class AttemptInterceptor implements NestInterceptor {
    * whatever was wrong).
    */
   private async spendWithDevice(
-    context: ExecutionContext,
-    metadata: AttemptMetadata,
+    view: RequestView,
+    plan: AttemptPlan,
     limiter: Limiter,
     keys: string[],
     cost: number | undefined,
   ): Promise<{ attempt: Attempt; device?: DeviceSpend }> {
+    const { metadata } = plan;
     const devices = this.devices;
     if (devices === undefined || !devices.enabled) {
       throw new Error(
@@ -337,9 +362,9 @@ export class AttemptInterceptor implements NestInterceptor {
             : ''),
       );
     }
-    const request = contextRequest(context);
+    const request = view.request;
     if (request === undefined) return { attempt: await limiter.begin(keys, { cost }) };
-    const index = loginPartOf(metadata.parts, metadata.devices as true | string);
+    const index = plan.loginPart!;
     const partKey = keys[index]!;
     const loginKey = devices.loginKeyOf(partKey);
     const policy = limiter.policy.name;
@@ -384,9 +409,9 @@ export class AttemptInterceptor implements NestInterceptor {
    * renewed, or a new device's. Skipped when the response is already sent (a handler answering
    * through `@Res()`: call `RedlimitDevices.trust` there) or the login part was missing.
    */
-  private async trustDevice(context: ExecutionContext, device: DeviceSpend): Promise<void> {
+  private async trustDevice(view: RequestView, device: DeviceSpend): Promise<void> {
     const devices = this.devices;
-    const response = contextResponse(context);
+    const response = view.response;
     if (devices === undefined || response === undefined || responseSent(response)) return;
     if (device.loginKey === MISSING_VALUE) return;
     const reading = device.reading ?? (await devices.epochOf(device.loginKey));
@@ -490,54 +515,16 @@ function partText(value: unknown, name: string): string | undefined {
   throw new IdentityInputError(name, 'not-scalar');
 }
 
-/** Parts whose budget is the requester's own: anyone else naming it names another budget. */
-const REQUESTER_PARTS: ReadonlySet<unknown> = new Set(['ip', 'user', 'apiKey']);
-
 /**
  * Whether the rate-limit headers describe the attempt's budget: with `headers: 'all'`, or when
  * every part is the requester's own (else whoever names an account would read its failures) and
  * present (a missing user is `user:-`, one budget every signed-out caller shares).
  */
-function disclosed(metadata: AttemptMetadata, keys: readonly string[]): boolean {
+function disclosed(plan: AttemptPlan, keys: readonly string[]): boolean {
   return (
-    metadata.headers === 'all' ||
-    metadata.parts.every((part, i) => REQUESTER_PARTS.has(part) && !keys[i]!.endsWith(':-'))
+    plan.metadata.headers === 'all' ||
+    (plan.requesterParts && keys.every((key) => !key.endsWith(':-')))
   );
-}
-
-/**
- * Nest's metadata keys of route parameters and of `@Res({ passthrough: true })` (on the class, by
- * handler name), and the parameter types that take the response.
- */
-const ROUTE_ARGS_METADATA = '__routeArguments__';
-const RESPONSE_PASSTHROUGH_METADATA = '__responsePassthrough__';
-const RESPONSE_PARAM_TYPES: ReadonlySet<string> = new Set(['1', '2']); // RouteParamtypes RESPONSE, NEXT
-
-/** Handlers that answer through `@Res()` / `@Next()` themselves (no passthrough), by class. */
-const answersItself = new WeakMap<object, Map<string, boolean>>();
-
-/**
- * The Node response of a handler that answers through `@Res()` or `@Next()` without passthrough
- * (Nest's library-specific mode: Nest sends nothing itself), or undefined. Read once per handler.
- */
-function answeringResponse(
-  context: ExecutionContext,
-  response: HttpResponseLike | undefined,
-): NodeResponse | undefined {
-  const controller = context.getClass();
-  const handler = context.getHandler().name;
-  let byHandler = answersItself.get(controller);
-  if (byHandler === undefined)
-    answersItself.set(controller, (byHandler = new Map<string, boolean>()));
-  let answers = byHandler.get(handler);
-  if (answers === undefined) {
-    const params = (Reflect.getMetadata(ROUTE_ARGS_METADATA, controller, handler) ?? {}) as object;
-    answers =
-      Reflect.getMetadata(RESPONSE_PASSTHROUGH_METADATA, controller, handler) !== true &&
-      Object.keys(params).some((key) => RESPONSE_PARAM_TYPES.has(key.split(':')[0]!));
-    byHandler.set(handler, answers);
-  }
-  return answers ? nodeResponse(response) : undefined;
 }
 
 /** A Node response's end: true once sent in full, false when the connection closed before. */

@@ -87,7 +87,10 @@ export class LeaseHold {
 /** The holds of one call: by the HTTP request, else by the call's argument list. */
 const holdsByCall = new WeakMap<object, LeaseHold[]>();
 
-/** What guard and interceptors of one call share: the request over HTTP, else the arguments. */
+/**
+ * What guard and interceptors of one call share: the request over HTTP, else the arguments (as
+ * `RequestView.call`).
+ */
 function callOf(context: ExecutionContext): object {
   // Nest hands an HTTP route's guards and interceptors different argument lists, one request.
   return redlimitContextType(context) === 'http'
@@ -97,14 +100,16 @@ function callOf(context: ExecutionContext): object {
 
 /**
  * Holds the `concurrency` leases a guard took for a call (see {@link LeaseHold}) until the
- * handler's work has settled; `response` is the call's HTTP response (GraphQL over HTTP too), if
- * any. Leases of other algorithms and unspent ones are left alone.
+ * handler's work has settled; `call` is what the call's guards and interceptors share
+ * (`RequestView.call`: the HTTP request, else the argument list), `response` the call's HTTP
+ * response (GraphQL over HTTP too), if any. Leases of other algorithms and unspent ones are left
+ * alone.
  *
  * @example
- * holdLeases(context, response, [{ limiter, decision }], (error, d) => logger.warn(String(error)));
+ * holdLeases(view.call, view.response, [{ limiter, decision }], (error, d) => logger.warn(String(error)));
  */
 export function holdLeases(
-  context: ExecutionContext,
+  call: object,
   response: unknown,
   leases: readonly HeldLease[],
   onError: (error: unknown, decision: Decision) => void,
@@ -114,7 +119,6 @@ export function holdLeases(
   );
   if (held.length === 0) return;
   const hold = new LeaseHold(held, onError, nodeResponse(response));
-  const call = callOf(context);
   const holds = holdsByCall.get(call);
   if (holds) holds.push(hold);
   else holdsByCall.set(call, [hold]);

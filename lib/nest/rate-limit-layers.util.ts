@@ -1,7 +1,6 @@
-import type { ExecutionContext } from '@nestjs/common';
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
-import { redlimitContextType } from './execution-context.util';
+import type { RedlimitContextType } from './execution-context.util';
 
 /** One decided layer of a call, as its rate-limit headers describe it. */
 export interface HeaderLayer {
@@ -18,37 +17,38 @@ const REQUEST_HEADER_LAYERS = Symbol('redlimit:header-layers');
  */
 const layersByCall = new WeakMap<object, readonly HeaderLayer[]>();
 
+/** A call as {@link RequestView} names it: its type, and the object its guards share. */
+interface CallRef {
+  readonly type: RedlimitContextType;
+  readonly call: object;
+}
+
 /**
  * Remembers the layers whose headers a call's response carries (the guard's), so that a later
  * decision on the same call (the `@Attempt` interceptor's) adds itself to them instead of
  * replacing them.
  *
  * @example
- * recordHeaderLayers(context, [{ decision, policy: limiter.policy }]);
+ * recordHeaderLayers(view, [{ decision, policy: limiter.policy }]);
  */
-export function recordHeaderLayers(
-  context: ExecutionContext,
-  layers: readonly HeaderLayer[],
-): void {
-  if (redlimitContextType(context) === 'http') {
-    context.getArgByIndex<Record<symbol, unknown>>(0)[REQUEST_HEADER_LAYERS] = layers;
-  } else {
-    layersByCall.set(context.getArgs(), layers);
-  }
+export function recordHeaderLayers(view: CallRef, layers: readonly HeaderLayer[]): void {
+  if (view.type === 'http') (view.call as Record<symbol, unknown>)[REQUEST_HEADER_LAYERS] = layers;
+  else layersByCall.set(view.call, layers);
 }
 
 /**
  * The layers recorded for this call by {@link recordHeaderLayers}; empty when none.
  *
  * @example
- * const all = [...recordedHeaderLayers(context), { decision, policy }];
+ * const all = [...recordedHeaderLayers(view), { decision, policy }];
  */
-export function recordedHeaderLayers(context: ExecutionContext): readonly HeaderLayer[] {
-  if (redlimitContextType(context) === 'http') {
-    const request = context.getArgByIndex<Record<symbol, readonly HeaderLayer[] | undefined>>(0);
-    return request[REQUEST_HEADER_LAYERS] ?? [];
+export function recordedHeaderLayers(view: CallRef): readonly HeaderLayer[] {
+  if (view.type === 'http') {
+    return (
+      (view.call as Record<symbol, readonly HeaderLayer[] | undefined>)[REQUEST_HEADER_LAYERS] ?? []
+    );
   }
-  return layersByCall.get(context.getArgs()) ?? [];
+  return layersByCall.get(view.call) ?? [];
 }
 
 /**

@@ -2,8 +2,8 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { DecisionEvent, DecisionEvents } from '../core/events';
 import { type AccessCaller, type AccessList, compileAccessList } from './access-list.util';
 import { contextDenial } from './context-refusal.util';
-import { contextRequest, redlimitContextType } from './execution-context.util';
 import type { HttpRequestLike } from './http-request.util';
+import { requestView } from './request-view';
 import { REQUEST_ACCESS } from './redlimit.constants';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
@@ -20,6 +20,17 @@ export interface AccessCallerSource {
   clientAddress(request: HttpRequestLike): string | undefined;
   /** The raw API key from the module's API key header. */
   apiKeyValue(request: HttpRequestLike): string | undefined;
+}
+
+/**
+ * A call as the verdict reads it ({@link RequestView} is one): its context, type, the object its
+ * guards share (the HTTP request, else the argument list), and the HTTP request behind it.
+ */
+export interface AccessCall {
+  readonly context: ExecutionContext;
+  readonly type: string | undefined;
+  readonly call: object;
+  readonly request: HttpRequestLike | undefined;
 }
 
 /** Verdicts of calls outside HTTP, by the call's argument list (every guard sees the same). */
@@ -74,17 +85,34 @@ export class RedlimitAccess {
    */
   verdict(context: ExecutionContext): AccessVerdict | Promise<AccessVerdict> {
     if (!this.active) return undefined;
-    if (redlimitContextType(context) === 'http') {
-      const request = context.getArgByIndex<Record<symbol, unknown>>(0);
+    return this.verdictFor(
+      requestView(context) ?? {
+        context,
+        type: undefined,
+        call: context.getArgs(),
+        request: undefined,
+      },
+    );
+  }
+
+  /**
+   * {@link verdict} of a call already resolved into its view (the guard's and the interceptor's
+   * `RequestView`).
+   *
+   * @internal
+   */
+  verdictFor(view: AccessCall): AccessVerdict | Promise<AccessVerdict> {
+    if (!this.active) return undefined;
+    if (view.type === 'http') {
+      const request = view.call as Record<symbol, unknown>;
       if (REQUEST_ACCESS in request) return request[REQUEST_ACCESS] as AccessVerdict;
-      const verdict = this.decide(context);
+      const verdict = this.decide(view);
       request[REQUEST_ACCESS] = verdict;
       return verdict;
     }
-    const args = context.getArgs();
-    if (verdictsByArgs.has(args)) return verdictsByArgs.get(args);
-    const verdict = this.decide(context);
-    verdictsByArgs.set(args, verdict);
+    if (verdictsByArgs.has(view.call)) return verdictsByArgs.get(view.call);
+    const verdict = this.decide(view);
+    verdictsByArgs.set(view.call, verdict);
     return verdict;
   }
 
@@ -111,21 +139,21 @@ export class RedlimitAccess {
     return contextDenial(context);
   }
 
-  private decide(context: ExecutionContext): AccessVerdict | Promise<AccessVerdict> {
-    const caller = this.callerOf(context);
+  private decide(view: AccessCall): AccessVerdict | Promise<AccessVerdict> {
+    const caller = this.callerOf(view);
     if (this.deny?.matches(caller)) return 'denied';
     if (this.allow?.matches(caller)) return 'skipped';
     if (!this.skipIf) return undefined;
-    const skip = this.skipIf(context);
+    const skip = this.skipIf(view.context);
     if (isPromiseLike(skip)) return Promise.resolve(skip).then((s) => (s ? 'skipped' : undefined));
     return skip ? 'skipped' : undefined;
   }
 
   /** The request values the lists look at, and only those. */
-  private callerOf(context: ExecutionContext): AccessCaller {
+  private callerOf(view: AccessCall): AccessCaller {
     const lists = [this.deny, this.allow];
     if (!lists.some((list) => list !== undefined)) return {};
-    const request = contextRequest(context);
+    const request = view.request;
     if (!request) return {};
     const needs = (field: 'needsIp' | 'needsApiKey' | 'needsUserAgent') =>
       lists.some((list) => list?.[field] === true);

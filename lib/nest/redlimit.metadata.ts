@@ -219,6 +219,16 @@ export function defineRedlimitMetadata(target: object, patch: RedlimitMetadata):
 }
 
 /**
+ * How many times redlimit metadata was written (by {@link defineRedlimitMetadata}): what was
+ * compiled from it at an earlier generation may be stale.
+ *
+ * @internal
+ */
+export function redlimitMetadataGeneration(): number {
+  return metadataGeneration;
+}
+
+/**
  * {@link readRedlimitMetadata}'s answers by handler, then controller class (a handler inherited by
  * two controllers has two), each with the generation it was read at.
  */
