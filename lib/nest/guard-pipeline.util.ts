@@ -3,10 +3,40 @@ import type { Keys } from '../core/keys.util';
 import { Limiter } from '../core/limiter';
 import type { LimiterRegistry } from './limiter.registry';
 import type { HeaderLayer } from './rate-limit-layers.util';
-import type { ThrottleMetadata } from './redlimit.metadata';
+import { REQUEST_THROTTLED } from './redlimit.constants';
+import type { PolicyRef, ThrottleMetadata } from './redlimit.metadata';
+import type { RedlimitAccess } from './redlimit-access.service';
+import type { HttpResponseLike } from './http-request.util';
+import { policyNamesFor } from './policy-names.util';
 import type { RedlimitHttp } from './redlimit-http.service';
 import type { RequestView } from './request-view';
 import { requestCost } from './request-cost.util';
+
+/** Guard classes that charged a non-HTTP call, by the call's argument list. */
+const chargedCalls = new WeakMap<object, Set<unknown>>();
+
+/**
+ * True when this guard class already charged the call (e.g. it is both `APP_GUARD` and in
+ * `@UseGuards`): an HTTP request, a resolver call, a message is charged once per guard class.
+ * Marks the call charged by `guardClass` otherwise.
+ *
+ * @example
+ * if (chargedBefore(view, this.constructor)) return true;
+ */
+export function chargedBefore(view: RequestView, guardClass: unknown): boolean {
+  let charged: Set<unknown>;
+  if (view.type === 'http') {
+    charged = (view.call as Record<symbol, Set<unknown> | undefined>)[REQUEST_THROTTLED] ??=
+      new Set();
+  } else {
+    // Every guard of one call sees the same argument list; a GraphQL request runs many calls.
+    charged = chargedCalls.get(view.call) ?? new Set();
+    if (charged.size === 0) chargedCalls.set(view.call, charged); // a stored one is never empty
+  }
+  if (charged.has(guardClass)) return true;
+  charged.add(guardClass);
+  return false;
+}
 
 /** A layer the guard spends: as declared, with its limiter when the route plan knows it ahead. */
 export interface GuardLayer {
@@ -124,6 +154,44 @@ function keysOf(
     }
   }
   return trackerKeys(view, layer, limiter);
+}
+
+/**
+ * Sets the rate-limit headers of a spend: one layer's, or every layer's (the legacy ones
+ * describing the refusing layer, else the one with the least left).
+ *
+ * @example
+ * if (view.response) applySpentHeaders(http, view.response, spent);
+ */
+export function applySpentHeaders(
+  http: RedlimitHttp,
+  response: HttpResponseLike,
+  spent: Spent,
+): void {
+  if (spent.layers.length === 1)
+    http.applyHeaders(response, spent.decision, spent.layers[0]!.policy);
+  else http.applyStackHeaders(response, spent.layers, spent.shown);
+}
+
+/**
+ * A call the module's lists or `skipIf` decided: reported as one decision event per policy it
+ * would have been charged under (`refs`), then refused (403 or the context's equivalent) or let
+ * through without headers.
+ *
+ * @example
+ * if (verdict !== undefined) return passUncharged(http.access, registry, view, refs, verdict);
+ */
+export async function passUncharged(
+  access: RedlimitAccess,
+  registry: LimiterRegistry,
+  view: RequestView,
+  refs: ReadonlyArray<PolicyRef | undefined>,
+  verdict: 'denied' | 'skipped',
+): Promise<true> {
+  const names = policyNamesFor(registry, refs, view.context);
+  access.report(verdict, Array.isArray(names) ? names : await names);
+  if (verdict === 'denied') throw access.refusal(view.context);
+  return true;
 }
 
 /**

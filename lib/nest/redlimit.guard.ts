@@ -6,7 +6,9 @@ import { contextInputRefusal, contextRefusal } from './context-refusal.util';
 import { contextRoute, redlimitContextType } from './execution-context.util';
 import type { HttpResponseLike } from './http-request.util';
 import {
-  type GuardLayer,
+  applySpentHeaders,
+  chargedBefore,
+  passUncharged,
   type Part,
   partsOf,
   spend,
@@ -15,16 +17,11 @@ import {
 import { IdentityInputError } from './identity-input.error';
 import { holdLeases, leaseReleaseWarning } from './lease-release.util';
 import { LimiterRegistry } from './limiter.registry';
-import { policyNamesFor } from './policy-names.util';
 import { recordHeaderLayers } from './rate-limit-layers.util';
-import { REQUEST_THROTTLED } from './redlimit.constants';
 import type { PolicyRef, ThrottleMetadata } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
-import { type RequestView, requestView } from './request-view';
-import { type RoutePlan, routePlan } from './route-plan';
-
-/** Guard classes that charged a non-HTTP call, by the call's argument list. */
-const chargedCalls = new WeakMap<object, Set<unknown>>();
+import { requestView } from './request-view';
+import { routePlan } from './route-plan';
 
 /**
  * Enforces `@Throttle` layers — the controller's, the handler's and the module's `defaultPolicy`,
@@ -70,39 +67,41 @@ const chargedCalls = new WeakMap<object, Set<unknown>>();
 @Injectable()
 export class RedlimitGuard implements CanActivate {
   private readonly logger = new Logger('RedlimitGuard');
-  /** The hooks a subclass overrides; the others run on the call's view, without the context. */
-  private readonly overrides: Readonly<Record<'layers' | 'tracker' | 'keys' | 'skip', boolean>>;
+  /**
+   * The hooks a subclass overrides (read on the first call, once its fields are set); the others
+   * run on the call's view, without going through the context.
+   */
+  private overrides?: Readonly<Record<'layers' | 'tracker' | 'keys' | 'skip', boolean>>;
 
   constructor(
     /** The module's limiters: each `@Throttle` layer spends on the one of its policy. */
     protected readonly registry: LimiterRegistry,
     /** Client IP, rate-limit headers and refusals, as the module's options configure them. */
     protected readonly http: RedlimitHttp,
-  ) {
-    const own = RedlimitGuard.prototype;
-    this.overrides = {
-      layers: this.throttlesFor !== own.throttlesFor,
-      tracker: this.getTracker !== own.getTracker,
-      keys: this.generateKeys !== own.generateKeys,
-      skip: this.shouldSkip !== own.shouldSkip,
-    };
-  }
+  ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
     const view = requestView(context);
     if (view === undefined) return true;
+    const overrides = (this.overrides ??= overriddenHooks(this));
     const plan = routePlan(this.registry, view.handler, view.controller);
-    const layers = this.overrides.layers
+    const layers = overrides.layers
       ? this.throttlesFor(context).map((layer) => ({ layer }))
       : plan.layers;
-    if (layers.length === 0 || this.alreadyCharged(view)) return true;
+    if (layers.length === 0 || chargedBefore(view, this.constructor)) return true;
     if (this.http.access.active) {
       // The module's deny/allow lists and skipIf, before any key is resolved or anything spent.
       const pending = this.http.access.verdictFor(view);
       const verdict = isPromiseLike(pending) ? await pending : pending;
-      if (verdict !== undefined) return this.passUncharged(view, plan, layers, verdict);
+      if (verdict !== undefined) {
+        // Reported under every policy it would have been charged; @Attempt's too when denied
+        // (its interceptor never runs then).
+        const refs: Array<PolicyRef | undefined> = layers.map(({ layer }) => layer.policy);
+        if (verdict === 'denied' && plan.attempt) refs.push(plan.attempt.metadata.policy);
+        return passUncharged(this.http.access, this.registry, view, refs, verdict);
+      }
     }
-    if (this.overrides.skip) {
+    if (overrides.skip) {
       const skip = this.shouldSkip(context);
       if (skip === true || (skip !== false && (await skip))) return true;
     }
@@ -116,13 +115,14 @@ export class RedlimitGuard implements CanActivate {
       throw error;
     }
     const spent = await spend(parts);
-    if (spent.allowed && spent.leases.length > 0) this.holdLeases(view, spent.leases);
-    const response = view.response;
-    if (response) {
-      if (spent.layers.length === 1) {
-        this.http.applyHeaders(response, spent.decision, spent.layers[0]!.policy);
-      } else this.http.applyStackHeaders(response, spent.layers, spent.shown);
+    if (spent.allowed && spent.leases.length > 0) {
+      // Held until the handler's work settled (LeaseReleaseInterceptor), never less because the
+      // client left; see holdLeases.
+      holdLeases(view.call, view.response, spent.leases, (error, decision) =>
+        this.logger.warn(leaseReleaseWarning(decision, error)),
+      );
     }
+    if (view.response) applySpentHeaders(this.http, view.response, spent);
     if (!spent.allowed) return this.throwRefusal(context, spent.decision);
     // The @Attempt interceptor adds its decision to these layers' headers.
     if (plan.attempt) recordHeaderLayers(view, spent.layers);
@@ -181,73 +181,29 @@ export class RedlimitGuard implements CanActivate {
 
   /** The caller keys of one layer by the tracker ({@link getTracker}, {@link generateKeys}). */
   private readonly keysByTracker: TrackerKeys = (view, layer, limiter) => {
-    const tracker = this.overrides.tracker
+    const tracker = this.overrides!.tracker
       ? this.getTracker(view.context)
       : view.clientIp(this.http);
     const keysOf = (t: string) => {
       if (layer.scope === 'app') return `ip:${t}`;
-      if (this.overrides.keys) return this.generateKeys(view.context, t, limiter);
+      if (this.overrides!.keys) return this.generateKeys(view.context, t, limiter);
       return `${view.route}|ip:${t}`;
     };
     return isPromiseLike(tracker) ? Promise.resolve(tracker).then(keysOf) : keysOf(tracker);
   };
+}
 
-  /**
-   * A call the module's lists or `skipIf` decided: reported as one decision event per policy it
-   * would have been charged under, then refused (403 or the context's equivalent) or let through
-   * without headers.
-   */
-  private async passUncharged(
-    view: RequestView,
-    plan: RoutePlan,
-    layers: readonly GuardLayer[],
-    verdict: 'denied' | 'skipped',
-  ): Promise<true> {
-    const refs: Array<PolicyRef | undefined> = layers.map(({ layer }) => layer.policy);
-    // @Attempt's interceptor never runs for a denied call: its policy is reported here.
-    if (verdict === 'denied' && plan.attempt) refs.push(plan.attempt.metadata.policy);
-    const names = policyNamesFor(this.registry, refs, view.context);
-    this.http.access.report(verdict, Array.isArray(names) ? names : await names);
-    if (verdict === 'denied') throw this.http.access.refusal(view.context);
-    return true;
-  }
-
-  /**
-   * `concurrency` layers hold a lease for the call until the handler's work has settled, never
-   * less because the client left: `LeaseReleaseInterceptor`, which `RedlimitModule` gives every
-   * handler that can lease, releases it when the handler's promise settles or its Observable
-   * completes or errors, and over HTTP once the response is over too. An Observable torn down
-   * before it settled (the client left) leaves it to its `window`. A handler without that
-   * interceptor (layers only a subclass's {@link throttlesFor} adds) releases once the response
-   * was sent in full; elsewhere, and when its client left, the lease runs to its `window`.
-   */
-  private holdLeases(
-    view: RequestView,
-    leases: ReadonlyArray<{ limiter: Limiter; decision: Decision }>,
-  ): void {
-    holdLeases(view.call, view.response, leases, (error, decision) =>
-      this.logger.warn(leaseReleaseWarning(decision, error)),
-    );
-  }
-
-  /**
-   * True when this guard class already charged the call (e.g. it is both `APP_GUARD` and in
-   * `@UseGuards`): an HTTP request, a resolver call, a message is charged once per guard class.
-   */
-  private alreadyCharged(view: RequestView): boolean {
-    let charged: Set<unknown>;
-    if (view.type === 'http') {
-      charged = (view.call as Record<symbol, Set<unknown> | undefined>)[REQUEST_THROTTLED] ??=
-        new Set();
-    } else {
-      // Every guard of one call sees the same argument list; a GraphQL request runs many calls.
-      charged = chargedCalls.get(view.call) ?? new Set();
-      if (charged.size === 0) chargedCalls.set(view.call, charged); // a stored one is never empty
-    }
-    if (charged.has(this.constructor)) return true;
-    charged.add(this.constructor);
-    return false;
-  }
+/** Which of the guard's protected hooks a subclass overrides. */
+function overriddenHooks(guard: RedlimitGuard) {
+  const own = RedlimitGuard.prototype as unknown as Record<string, unknown>;
+  const its = guard as unknown as Record<string, unknown>;
+  const overrides = (name: string) => its[name] !== own[name];
+  return {
+    layers: overrides('throttlesFor'),
+    tracker: overrides('getTracker'),
+    keys: overrides('generateKeys'),
+    skip: overrides('shouldSkip'),
+  };
 }
 
 function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
