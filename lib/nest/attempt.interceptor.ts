@@ -138,7 +138,8 @@ export class AttemptInterceptor implements NestInterceptor {
     } else handled = runInAttemptScope(context.getArgs(), attempt, () => next.handle());
     // A handler that answers through @Res() itself may send its status (and keep streaming) after
     // it returned: its outcome, and its lease, wait for the response to end.
-    const answering = plan.answersItself ? nodeResponse(response) : undefined;
+    const answering =
+      view.type === 'http' && plan.answersItself ? nodeResponse(response) : undefined;
     return settleAfter(
       handled,
       (outcome) =>
