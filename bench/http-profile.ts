@@ -146,7 +146,8 @@ async function profileApp(
   child.send('stop');
   await new Promise((resolve) => child.once('exit', resolve));
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
-  rmSync(dir, { recursive: true, force: true });
+  if (process.env.KEEP_PROFILES) console.log(`profile kept: ${file}`);
+  else rmSync(dir, { recursive: true, force: true });
   const label = `${platform} ${variant}${baseline ? ' @ baseline' : ''}`;
   return `${label} (${requests} requests profiled)\n${summarise(profile, requests, top, baseline)}`;
 }

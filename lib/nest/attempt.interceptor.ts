@@ -24,7 +24,7 @@ import {
 import type { HttpResponseLike } from './http-request.util';
 import { type ClosableResponse as NodeResponse, nodeResponse } from './lease-release.util';
 import { RequestView, requestView } from './request-view';
-import { type AttemptPlan, routePlan } from './route-plan';
+import { type AttemptPlan, type RoutePlans, routePlans } from './route-plan';
 import { requestCost } from './request-cost.util';
 import { IdentityInputError } from './identity-input.error';
 import { LimiterRegistry } from './limiter.registry';
@@ -70,6 +70,8 @@ import { MISSING_VALUE } from './key-hash.util';
 export class AttemptInterceptor implements NestInterceptor {
   /** The Nest logger, under the `Redlimit` context; the default {@link onSettleError} warns on it. */
   protected readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+  /** The module's route plans. */
+  private plans?: RoutePlans;
 
   constructor(
     /** The module's limiters: `@Attempt` spends on the one of its policy. */
@@ -86,7 +88,8 @@ export class AttemptInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const view = requestView(context);
     if (view === undefined) return next.handle();
-    const plan = routePlan(this.registry, view.handler, view.controller).attempt;
+    this.plans ??= routePlans(this.registry);
+    const plan = this.plans.of(view.handler, view.controller).attempt;
     if (!plan) return next.handle();
     const { metadata } = plan;
     const request = view.type === 'http' ? (view.call as Record<symbol, unknown>) : undefined;

@@ -2,6 +2,7 @@ import type { Decision } from '../core/decision';
 import type { Keys } from '../core/keys.util';
 import { Limiter } from '../core/limiter';
 import type { LimiterRegistry } from './limiter.registry';
+import type { ResolvedPolicy } from '../core/policy';
 import type { HeaderLayer } from './rate-limit-layers.util';
 import { REQUEST_THROTTLED } from './redlimit.constants';
 import type { PolicyRef, ThrottleMetadata } from './redlimit.metadata';
@@ -58,18 +59,38 @@ export type TrackerKeys = (
   limiter: Limiter,
 ) => Keys | PromiseLike<Keys>;
 
+/** A spend that may hold a `concurrency` lease, to release once the handler settled. */
+export interface SpentLease {
+  readonly limiter: Limiter;
+  readonly decision: Decision;
+}
+
 /** What one decision over every layer of a call came to. */
 export interface Spent {
   /** Whether every layer allowed. */
   readonly allowed: boolean;
   /** The decision the response describes: the refusing layer's, else the one with least left. */
   readonly decision: Decision;
-  /** Every layer's decision with its policy, in order (one per distinct policy). */
-  readonly layers: readonly HeaderLayer[];
-  /** The index of {@link decision} in {@link layers}. */
+  /** Its policy. */
+  readonly policy: ResolvedPolicy;
+  /** With several policies, each one's decision, in order; the shown one at {@link shown}. */
+  readonly stack?: readonly HeaderLayer[];
+  /** The index of {@link decision} in {@link stack}. */
   readonly shown: number;
-  /** The spends that may hold a `concurrency` lease, to release once the handler settled. */
-  readonly leases: ReadonlyArray<{ readonly limiter: Limiter; readonly decision: Decision }>;
+  /** The spends that may hold a `concurrency` lease. */
+  readonly leases: readonly SpentLease[];
+}
+
+const NO_LEASES: readonly SpentLease[] = Object.freeze([]);
+
+/**
+ * The layers a spend's headers describe: the stack, or the one policy's decision.
+ *
+ * @example
+ * recordHeaderLayers(view, spentLayers(spent));
+ */
+export function spentLayers(spent: Spent): readonly HeaderLayer[] {
+  return spent.stack ?? [{ decision: spent.decision, policy: spent.policy }];
 }
 
 /**
@@ -168,9 +189,8 @@ export function applySpentHeaders(
   response: HttpResponseLike,
   spent: Spent,
 ): void {
-  if (spent.layers.length === 1)
-    http.applyHeaders(response, spent.decision, spent.layers[0]!.policy);
-  else http.applyStackHeaders(response, spent.layers, spent.shown);
+  if (spent.stack) http.applyStackHeaders(response, spent.stack, spent.shown);
+  else http.applyHeaders(response, spent.decision, spent.policy);
 }
 
 /**
@@ -201,29 +221,34 @@ export async function passUncharged(
  * @example
  * const { allowed, decision } = await spend(parts);
  */
-export async function spend(parts: readonly Part[]): Promise<Spent> {
+export function spend(parts: readonly Part[]): Promise<Spent> {
   const unique = parts.length === 1 ? parts : dedupe(parts);
   if (unique.length === 1) {
     const { limiter, keys, cost } = unique[0]!;
-    const decision = await limiter.consume(callerKeys(keys), { cost });
-    const leases = limiter.policy.algorithm === 'concurrency' ? [{ limiter, decision }] : [];
-    const layers = [{ decision, policy: limiter.policy }];
-    return { allowed: decision.allowed, decision, layers, shown: 0, leases };
+    const { policy } = limiter;
+    return limiter.consume(callerKeys(keys), { cost }).then((decision) => ({
+      allowed: decision.allowed,
+      decision,
+      policy,
+      shown: 0,
+      leases: policy.algorithm === 'concurrency' ? [{ limiter, decision }] : NO_LEASES,
+    }));
   }
-  const stacked = await Limiter.consumeAll(unique);
-  // The response describes the refusing layer, else the one with the least left.
-  let shown = 0;
-  stacked.decisions.forEach((d, i) => {
-    const least = d.remaining < stacked.decisions[shown]!.remaining;
-    if (stacked.refusedBy ? d === stacked.refusedBy : least) shown = i;
+  return Limiter.consumeAll(unique).then((stacked) => {
+    // The response describes the refusing layer, else the one with the least left.
+    let shown = 0;
+    stacked.decisions.forEach((d, i) => {
+      const least = d.remaining < stacked.decisions[shown]!.remaining;
+      if (stacked.refusedBy ? d === stacked.refusedBy : least) shown = i;
+    });
+    const stack = stacked.decisions.map((d, i) => ({
+      decision: d,
+      policy: unique[i]!.limiter.policy,
+    }));
+    const leases = stacked.decisions.map((d, i) => ({ limiter: unique[i]!.limiter, decision: d }));
+    const { decision, policy } = stack[shown]!;
+    return { allowed: stacked.allowed, decision, policy, stack, shown, leases };
   });
-  const layers = stacked.decisions.map((d, i) => ({
-    decision: d,
-    policy: unique[i]!.limiter.policy,
-  }));
-  const leases = stacked.decisions.map((d, i) => ({ limiter: unique[i]!.limiter, decision: d }));
-  const decision = stacked.decisions[shown]!;
-  return { allowed: stacked.allowed, decision, layers, shown, leases };
 }
 
 /** A promise rejected with `error`, as an async function that threw it returns. */

@@ -9,6 +9,7 @@ import {
   applySpentHeaders,
   chargedBefore,
   passUncharged,
+  spentLayers,
   type Part,
   partsOf,
   spend,
@@ -20,8 +21,8 @@ import { LimiterRegistry } from './limiter.registry';
 import { recordHeaderLayers } from './rate-limit-layers.util';
 import type { PolicyRef, ThrottleMetadata } from './redlimit.metadata';
 import { RedlimitHttp } from './redlimit-http.service';
-import { requestView } from './request-view';
-import { routePlan } from './route-plan';
+import { type RequestView, requestView } from './request-view';
+import { routePlan, type RoutePlans, routePlans } from './route-plan';
 
 /**
  * Enforces `@Throttle` layers — the controller's, the handler's and the module's `defaultPolicy`,
@@ -72,6 +73,8 @@ export class RedlimitGuard implements CanActivate {
    * run on the call's view, without going through the context.
    */
   private overrides?: Readonly<Record<'layers' | 'tracker' | 'keys' | 'skip', boolean>>;
+  /** The module's route plans. */
+  private plans?: RoutePlans;
 
   constructor(
     /** The module's limiters: each `@Throttle` layer spends on the one of its policy. */
@@ -84,7 +87,7 @@ export class RedlimitGuard implements CanActivate {
     const view = requestView(context);
     if (view === undefined) return true;
     const overrides = (this.overrides ??= overriddenHooks(this));
-    const plan = routePlan(this.registry, view.handler, view.controller);
+    const plan = (this.plans ??= routePlans(this.registry)).of(view.handler, view.controller);
     const layers = overrides.layers
       ? this.throttlesFor(context).map((layer) => ({ layer }))
       : plan.layers;
@@ -114,6 +117,7 @@ export class RedlimitGuard implements CanActivate {
       if (error instanceof IdentityInputError) throw contextInputRefusal(context, error);
       throw error;
     }
+    if (plan.attempt) view.shareClientIp(); // the @Attempt interceptor keys on it too
     const spent = await spend(parts);
     if (spent.allowed && spent.leases.length > 0) {
       // Held until the handler's work settled (LeaseReleaseInterceptor), never less because the
@@ -125,7 +129,7 @@ export class RedlimitGuard implements CanActivate {
     if (view.response) applySpentHeaders(this.http, view.response, spent);
     if (!spent.allowed) return this.throwRefusal(context, spent.decision);
     // The @Attempt interceptor adds its decision to these layers' headers.
-    if (plan.attempt) recordHeaderLayers(view, spent.layers);
+    if (plan.attempt) recordHeaderLayers(view, spentLayers(spent));
     return true;
   }
 
@@ -181,16 +185,18 @@ export class RedlimitGuard implements CanActivate {
 
   /** The caller keys of one layer by the tracker ({@link getTracker}, {@link generateKeys}). */
   private readonly keysByTracker: TrackerKeys = (view, layer, limiter) => {
-    const tracker = this.overrides!.tracker
-      ? this.getTracker(view.context)
-      : view.clientIp(this.http);
-    const keysOf = (t: string) => {
-      if (layer.scope === 'app') return `ip:${t}`;
-      if (this.overrides!.keys) return this.generateKeys(view.context, t, limiter);
-      return `${view.route}|ip:${t}`;
-    };
-    return isPromiseLike(tracker) ? Promise.resolve(tracker).then(keysOf) : keysOf(tracker);
+    if (!this.overrides!.tracker)
+      return this.keysOf(view, layer, limiter, view.clientIp(this.http));
+    const tracker = this.getTracker(view.context);
+    if (!isPromiseLike(tracker)) return this.keysOf(view, layer, limiter, tracker);
+    return Promise.resolve(tracker).then((t) => this.keysOf(view, layer, limiter, t));
   };
+
+  private keysOf(view: RequestView, layer: ThrottleMetadata, limiter: Limiter, tracker: string) {
+    if (layer.scope === 'app') return `ip:${tracker}`;
+    if (this.overrides!.keys) return this.generateKeys(view.context, tracker, limiter);
+    return `${view.route}|ip:${tracker}`;
+  }
 }
 
 /** Which of the guard's protected hooks a subclass overrides. */

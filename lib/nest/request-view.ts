@@ -12,6 +12,9 @@ import { type HttpRequestLike, type HttpResponseLike, routeTemplate } from './ht
 /** Where an HTTP request keeps its client IP once computed, with the resolver that computed it. */
 const REQUEST_CLIENT_IP = Symbol('redlimit:client-ip');
 
+/** A request with a shared client IP. */
+type Shared = { [REQUEST_CLIENT_IP]?: { readonly source: ClientIpSource; readonly ip: string } };
+
 /** What computes a client IP: `RedlimitHttp` (its `clientIp` may throw a 400). */
 export interface ClientIpSource {
   clientIp(request: HttpRequestLike): string;
@@ -37,6 +40,9 @@ export class RequestView {
   private responseRead: boolean;
   private responseOf: HttpResponseLike | undefined;
   private routeOf: string | undefined;
+  /** The client IP once computed, and the source that computed it. */
+  private ip: string | undefined;
+  private ipSource: ClientIpSource | undefined;
 
   constructor(
     /** The Nest context the view was made from: what the protected hooks take. */
@@ -82,19 +88,29 @@ export class RequestView {
 
   /**
    * The client IP by `source` (`RedlimitHttp.clientIp`), or `'unknown'` on a transport without
-   * addresses. Computed once per request: the guard and the interceptor of one HTTP request (and
-   * every resolver of one GraphQL request) share it. A request whose client cannot be named
-   * throws every time it is asked (never cached).
+   * addresses. Computed once per view, and once per request when an earlier step of the call
+   * shared it ({@link shareClientIp}): the guard of an `@Attempt` route shares it with the
+   * interceptor. A request whose client cannot be named throws every time it is asked (never
+   * kept).
    */
   clientIp(source: ClientIpSource): string {
+    if (this.ipSource === source) return this.ip!;
     const request = this.request;
     if (request === undefined) return UNKNOWN_CLIENT;
-    const slot = request as { [REQUEST_CLIENT_IP]?: { source: ClientIpSource; ip: string } };
-    const known = slot[REQUEST_CLIENT_IP];
-    if (known?.source === source) return known.ip;
-    const ip = source.clientIp(request);
-    if (Object.isExtensible(request)) slot[REQUEST_CLIENT_IP] = { source, ip };
-    return ip;
+    const shared = (request as Shared)[REQUEST_CLIENT_IP];
+    const ip = shared?.source === source ? shared.ip : source.clientIp(request);
+    this.ipSource = source;
+    return (this.ip = ip);
+  }
+
+  /**
+   * Leaves the client IP computed so far on the request, for the later steps of the same call
+   * (every HTTP request, and every resolver of one GraphQL request, that carries it).
+   */
+  shareClientIp(): void {
+    const request = this.requestOf;
+    if (this.ipSource === undefined || request === undefined) return;
+    (request as Shared)[REQUEST_CLIENT_IP] = { source: this.ipSource, ip: this.ip! };
   }
 
   /**

@@ -60,15 +60,50 @@ export interface RoutePlan {
   readonly generation: number;
 }
 
-/** Plans by handler, then class (a handler inherited by two controllers has two). */
-type PlanCache = WeakMap<object, WeakMap<object, RoutePlan>>;
+/**
+ * The route plans of one module (its registry: the default policy and the limiters are the
+ * registry's), by handler, then class (a handler inherited by two controllers has two). A plan is
+ * compiled on the handler's first call and kept until redlimit metadata is written again.
+ */
+export class RoutePlans {
+  private readonly byHandler = new WeakMap<object, WeakMap<object, RoutePlan>>();
 
-/** Each registry's plans: the default policy and the limiters are the registry's. */
-const plansByRegistry = new WeakMap<LimiterRegistry, PlanCache>();
+  constructor(private readonly registry: LimiterRegistry) {}
+
+  /**
+   * The plan of `handler` on `controller`.
+   *
+   * @example
+   * const plan = plans.of(context.getHandler(), context.getClass());
+   */
+  of(handler: object, controller: object): RoutePlan {
+    let byClass = this.byHandler.get(handler);
+    if (byClass === undefined) this.byHandler.set(handler, (byClass = new WeakMap()));
+    const known = byClass.get(controller);
+    if (known !== undefined && known.generation === redlimitMetadataGeneration()) return known;
+    const plan = compileRoutePlan(this.registry, handler, controller);
+    byClass.set(controller, plan);
+    return plan;
+  }
+}
+
+/** Each registry's plans. */
+const plansByRegistry = new WeakMap<LimiterRegistry, RoutePlans>();
 
 /**
- * The plan of a handler of a class under a module's registry, compiled on the first call and
- * kept (per handler and class) until redlimit metadata is written again.
+ * The route plans of a module's registry (one {@link RoutePlans} per registry).
+ *
+ * @example
+ * this.plans ??= routePlans(this.registry);
+ */
+export function routePlans(registry: LimiterRegistry): RoutePlans {
+  let plans = plansByRegistry.get(registry);
+  if (plans === undefined) plansByRegistry.set(registry, (plans = new RoutePlans(registry)));
+  return plans;
+}
+
+/**
+ * The plan of a handler of a class under a module's registry ({@link RoutePlans.of}).
  *
  * @example
  * const plan = routePlan(registry, context.getHandler(), context.getClass());
@@ -78,15 +113,7 @@ export function routePlan(
   handler: object,
   controller: object,
 ): RoutePlan {
-  let cache = plansByRegistry.get(registry);
-  if (cache === undefined) plansByRegistry.set(registry, (cache = new WeakMap()));
-  let byClass = cache.get(handler);
-  if (byClass === undefined) cache.set(handler, (byClass = new WeakMap()));
-  const known = byClass.get(controller);
-  if (known !== undefined && known.generation === redlimitMetadataGeneration()) return known;
-  const plan = compileRoutePlan(registry, handler, controller);
-  byClass.set(controller, plan);
-  return plan;
+  return routePlans(registry).of(handler, controller);
 }
 
 /**
