@@ -19,6 +19,9 @@ export interface OpenLoopResult {
   readonly firstError?: Error;
 }
 
+/** The most calls one open-loop run keeps waiting at once. */
+const MAX_IN_FLIGHT = 20_000;
+
 /**
  * Sends `rate` decisions per second for `seconds`, decision n for caller n % callers, and
  * resolves once all have answered. A failed decision (a limiter's timeout under a backlog, say)
@@ -52,7 +55,10 @@ export function openLoop(
     };
     const tick = () => {
       const due = Math.min(total, Math.floor((performance.now() - start) / intervalMs) + 1);
-      while (sent < due) {
+      // At most MAX_IN_FLIGHT calls wait at once: a contender slower than the rate falls behind
+      // (each late call's latency counts from its intended send time) instead of piling calls up
+      // until the heap runs out.
+      while (sent < due && inFlight < MAX_IN_FLIGHT) {
         const finish = answered(start + sent * intervalMs);
         run(sent % callers).then(finish, (error: unknown) => {
           failed++;
