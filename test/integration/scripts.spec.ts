@@ -50,11 +50,14 @@ describe('scripts on a dedicated Redis, watched with MONITOR', () => {
     server = await startRedisServer();
     client = new Redis(server.url);
     monitorBase = new Redis(server.url);
+    // Both connections ready (their ready checks sent an INFO each) before MONITOR starts: an INFO
+    // still in flight when it starts reached the monitor connection as a reply it did not expect
+    // (ioredis: "Command queue state error").
+    await Promise.all([client.ping(), monitorBase.ping()]);
     monitor = await monitorBase.monitor();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       lines.push({ args, source });
     });
-    await client.ping();
   });
   afterAll(async () => {
     monitor.disconnect();
