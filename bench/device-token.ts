@@ -15,8 +15,8 @@ import {
   newDeviceNonce,
   readDeviceToken,
   signDeviceToken,
-} from '../lib/nest/device-token.util';
-import { attemptKey } from '../lib/nest/key-hash.util';
+} from '../lib/http/device-token.util';
+import { attemptKey } from '../lib/http/key-hash.util';
 import {
   bootstrapMedian,
   median,

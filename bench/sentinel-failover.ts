@@ -18,7 +18,7 @@
 //   spends the old master acknowledged and never sent to the replica.
 import Redis from 'ioredis';
 import { Limiter, RedisStore } from '../lib';
-import { createRedisClient, closeRedisClient } from '../lib/nest/redis-client.factory';
+import { createRedisClient, closeRedisClient } from '../lib/config/redis-client.factory';
 import { startRedisSentinel } from '../test/support/sentinel';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 import {

@@ -1,14 +1,14 @@
 import type { FailMode } from '../core/policy';
-import { type ClientIpResolver, createClientIpResolver } from '../nest/client-ip.util';
-import { type EnvSource, redlimitOptionsFromEnv } from '../nest/options-from-env.util';
-import { parsePolicySpec } from '../nest/policy-spec.util';
-import { maskUrl } from '../nest/mask-url.util';
+import { type ClientIpResolver, createClientIpResolver } from '../http/client-ip.util';
+import { type EnvSource, redlimitOptionsFromEnv } from '../config/options-from-env.util';
+import { parsePolicySpec } from '../config/policy-spec.util';
+import { maskUrl } from '../config/mask-url.util';
 import {
   isSentinelConnection,
   parseHostPortList,
   type RedisHostPort,
-} from '../nest/redis-sentinel.util';
-import type { PolicyDefinition, RedlimitModuleOptions } from '../nest/redlimit-options.interface';
+} from '../config/redis-sentinel.util';
+import type { PolicyDefinition, RedlimitModuleOptions } from '../config/redlimit-options.interface';
 import type { CliArgs } from './cli-args.util';
 import { usageError } from './cli.error';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { EnvSource } from '../nest/options-from-env.util';
+import type { EnvSource } from '../config/options-from-env.util';
 import { usageError } from './cli.error';
 
 /**

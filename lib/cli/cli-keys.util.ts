@@ -1,5 +1,5 @@
-import { canonicalIp } from '../nest/client-ip.util';
-import { attemptKey, MISSING_VALUE } from '../nest/key-hash.util';
+import { canonicalIp } from '../http/client-ip.util';
+import { attemptKey, MISSING_VALUE } from '../http/key-hash.util';
 import type { CliArgs } from './cli-args.util';
 import type { CliConfig } from './cli-config.util';
 import { usageError } from './cli.error';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Limiter } from '../core/limiter';
-import type { EnvSource } from '../nest/options-from-env.util';
+import type { EnvSource } from '../config/options-from-env.util';
 import { RedisStore } from '../stores/redis.store';
 import { type CliArgs, DEFAULT_TIMEOUT_MS, parseCliArgs } from './cli-args.util';
 import { type CliConfig, cliConfig } from './cli-config.util';

@@ -1,7 +1,7 @@
 import { Deadlines } from '../core/deadlines';
 import { StoreTimeoutError } from '../core/errors';
 import type { Store } from '../core/store';
-import { DEVICE_EPOCH_KEEP_MS, deviceEpochKey } from '../nest/device-token.util';
+import { DEVICE_EPOCH_KEEP_MS, deviceEpochKey } from '../http/device-token.util';
 import type { CliKey } from './cli-keys.util';
 import { columns, formatWindow } from './cli-format.util';
 import { storeError } from './cli.error';

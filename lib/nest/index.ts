@@ -17,13 +17,13 @@ export * from '../metrics';
 export * from '../client';
 
 // The module, its options and its services.
-export { RedlimitModule } from './redlimit.module';
+export { RedlimitModule } from './module/redlimit.module';
 export type {
   RedlimitConfigurableModule,
   RedlimitModuleAsyncOptions,
   RedlimitModuleExtras,
   RedlimitModuleForRootOptions,
-} from './redlimit.module-definition';
+} from './module/redlimit.module-definition';
 export type {
   AccessListOptions,
   ClientIpHeader,
@@ -34,23 +34,23 @@ export type {
   RedisConnectionOptions,
   RedlimitMetricsOptions,
   RedlimitModuleOptions,
-} from './redlimit-options.interface';
-export type { RedisHostPort, RedisSentinelOptions } from './redis-sentinel.util';
-export { type EnvSource, redlimitOptionsFromEnv } from './options-from-env.util';
-export { parsePolicySpec } from './policy-spec.util';
-export { LimiterRegistry } from './limiter.registry';
-export { RedlimitHttp } from './redlimit-http.service';
-export { RedlimitConnection } from './redlimit-connection.service';
-export { RedlimitEvents } from './redlimit-events.service';
-export { type DeviceLoginOptions, RedlimitDevices } from './redlimit-devices.service';
+} from '../config/redlimit-options.interface';
+export type { RedisHostPort, RedisSentinelOptions } from '../config/redis-sentinel.util';
+export { type EnvSource, redlimitOptionsFromEnv } from '../config/options-from-env.util';
+export { parsePolicySpec } from '../config/policy-spec.util';
+export { LimiterRegistry } from './registry/limiter.registry';
+export { RedlimitHttp } from './contexts/redlimit-http.service';
+export { RedlimitConnection } from './module/redlimit-connection.service';
+export { RedlimitEvents } from './module/redlimit-events.service';
+export { type DeviceLoginOptions, RedlimitDevices } from './attempt/redlimit-devices.service';
 
 // Decorators, the guard and the interceptor (with the token that replaces it in tests).
-export { Throttle, type ThrottleOptions } from './throttle.decorator';
-export { SkipThrottle } from './skip-throttle.decorator';
-export { Attempt } from './attempt.decorator';
-export { RedlimitGuard } from './redlimit.guard';
-export { AttemptInterceptor } from './attempt.interceptor';
-export { REDLIMIT_ATTEMPT_INTERCEPTOR } from './redlimit.constants';
+export { Throttle, type ThrottleOptions } from './throttle/throttle.decorator';
+export { SkipThrottle } from './throttle/skip-throttle.decorator';
+export { Attempt } from './attempt/attempt.decorator';
+export { RedlimitGuard } from './throttle/redlimit.guard';
+export { AttemptInterceptor } from './attempt/attempt.interceptor';
+export { REDLIMIT_ATTEMPT_INTERCEPTOR } from './module/redlimit.constants';
 export {
   type AttemptMetadata,
   type AttemptOptions,
@@ -67,35 +67,35 @@ export {
   type ThrottleKeyFn,
   type ThrottleMetadata,
   type ThrottleTracker,
-} from './redlimit.metadata';
+} from './throttle/redlimit.metadata';
 
 // Errors and refusals.
 export {
   AccessDeniedException,
   AccessDeniedGraphQLError,
   type AccessDeniedPayload,
-} from './access-denied.error';
-export { IdentityInputError, type IdentityInputProblem } from './identity-input.error';
+} from './access/access-denied.error';
+export { IdentityInputError, type IdentityInputProblem } from '../http/identity-input.error';
 export {
   type RateLimitErrorCode,
   type RateLimitErrorPayload,
   RateLimitGraphQLError,
   type RateLimitGraphQLErrorExtensions,
-} from './rate-limit-graphql.error';
+} from './contexts/rate-limit-graphql.error';
 export {
   RateLimitExceededException,
   type RateLimitResponseBody,
   RateLimitUnavailableException,
-} from './rate-limit.exception';
-export { RedlimitConfigError } from './redlimit-config.error';
+} from './throttle/rate-limit.exception';
+export { RedlimitConfigError } from '../config/redlimit-config.error';
 
 // Helpers for key functions, guard subclasses and unlocking accounts.
-export { canonicalIp, groupIp } from './ip-address.util';
-export { apiKeyHash, attemptKey, type AttemptKeyOptions } from './key-hash.util';
-export { normalizeIdentity } from './identity-normalize.util';
-export { contextField, type ContextFieldOptions } from './context-field.util';
-export { contextRequest, contextResponse } from './execution-context.util';
-export type { HttpRequestLike, HttpResponseLike } from './http-request.util';
+export { canonicalIp, groupIp } from '../http/ip-address.util';
+export { apiKeyHash, attemptKey, type AttemptKeyOptions } from '../http/key-hash.util';
+export { normalizeIdentity } from '../http/identity-normalize.util';
+export { contextField, type ContextFieldOptions } from './contexts/context-field.util';
+export { contextRequest, contextResponse } from './contexts/execution-context.util';
+export type { HttpRequestLike, HttpResponseLike } from '../http/http-request.util';
 
 // Integrations: health, and @nestjs/throttler's storage.
 export {
@@ -103,9 +103,9 @@ export {
   RedlimitHealthIndicator,
   type RedlimitHealthOptions,
   type RedlimitHealthResult,
-} from './redlimit.health';
+} from './integrations/redlimit.health';
 export {
   RedlimitThrottlerStorage,
   type RedlimitThrottlerStorageOptions,
   type ThrottlerStorageRecordLike,
-} from './throttler-storage';
+} from './integrations/throttler-storage';

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { DecisionEvents, prometheusMetrics } from '../../lib/nest';
-import { RedlimitAccess } from '../../lib/nest/redlimit-access.service';
+import { RedlimitAccess } from '../../lib/nest/access/redlimit-access.service';
 
 describe('denied and skipped decision events', () => {
   const caller = { clientAddress: () => undefined, apiKeyValue: () => undefined };

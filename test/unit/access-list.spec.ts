@@ -1,6 +1,6 @@
-import { compileAccessList } from '../../lib/nest/access-list.util';
-import { createClientIpResolver } from '../../lib/nest/client-ip.util';
-import { ipRangeList } from '../../lib/nest/ip-range.util';
+import { compileAccessList } from '../../lib/http/access-list.util';
+import { createClientIpResolver } from '../../lib/http/client-ip.util';
+import { ipRangeList } from '../../lib/http/ip-range.util';
 
 describe('allow and deny lists: matching', () => {
   it('IPv4: single addresses and CIDR ranges, nothing outside them', () => {

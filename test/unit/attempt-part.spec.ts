@@ -1,5 +1,5 @@
 import { Attempt, Throttle } from '../../lib/nest';
-import { parseFieldRef, resolveAttemptPart } from '../../lib/nest/attempt-part.util';
+import { parseFieldRef, resolveAttemptPart } from '../../lib/nest/attempt/attempt-part.util';
 
 /** Applies @Attempt to a fresh handler's first parameter. */
 function decorate(...args: Parameters<typeof Attempt>): void {

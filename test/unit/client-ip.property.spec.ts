@@ -8,9 +8,9 @@
  */
 import fc from 'fast-check';
 import { isIP, isIPv4, isIPv6 } from 'node:net';
-import { createClientIpResolver } from '../../lib/nest/client-ip.util';
-import type { ClientIpHeader } from '../../lib/nest/redlimit-options.interface';
-import { canonicalIp, groupIp } from '../../lib/nest/ip-address.util';
+import { createClientIpResolver } from '../../lib/http/client-ip.util';
+import type { ClientIpHeader } from '../../lib/config/redlimit-options.interface';
+import { canonicalIp, groupIp } from '../../lib/http/ip-address.util';
 
 /** Runs per property (`REDLIMIT_PROPERTY_RUNS` for a deeper search): a few seconds in all. */
 const RUNS = Math.max(400, Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 0));

@@ -1,4 +1,4 @@
-import { describeRedis } from '../../lib/nest/describe-redis.util';
+import { describeRedis } from '../../lib/config/describe-redis.util';
 import type { RedisStoreClient } from '../../lib/stores/clients/redis-client.shape';
 
 /** The client is not read for options that say where Redis is. */

@@ -10,7 +10,7 @@ import {
   newDeviceNonce,
   signDeviceToken,
   verifyDeviceToken,
-} from '../../lib/nest/device-token.util';
+} from '../../lib/http/device-token.util';
 
 const SECRET = 'device-secret-of-32-characters!!';
 const NOW = 1_800_000_000_000;

@@ -3,10 +3,10 @@
  * decorator runs, never a silent default: the module's `devices` option, `@Attempt`'s `devices`,
  * and the environment variables.
  */
-import { Attempt } from '../../lib/nest/attempt.decorator';
-import { redlimitOptionsFromEnv } from '../../lib/nest/options-from-env.util';
-import { RedlimitDevices } from '../../lib/nest/redlimit-devices.service';
-import type { RedlimitModuleOptions } from '../../lib/nest/redlimit-options.interface';
+import { Attempt } from '../../lib/nest/attempt/attempt.decorator';
+import { redlimitOptionsFromEnv } from '../../lib/config/options-from-env.util';
+import { RedlimitDevices } from '../../lib/nest/attempt/redlimit-devices.service';
+import type { RedlimitModuleOptions } from '../../lib/config/redlimit-options.interface';
 
 const SECRET = 'a device secret of 32 characters';
 

@@ -1,4 +1,4 @@
-import { maskUrl } from '../../lib/nest/mask-url.util';
+import { maskUrl } from '../../lib/config/mask-url.util';
 
 describe('maskUrl: no password survives, whatever the URL looks like', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { type Decision, type ResolvedPolicy } from '../../lib/nest';
-import { rateLimitHeaders, writeRateLimitHeaders } from '../../lib/nest/rate-limit-headers.util';
+import { rateLimitHeaders, writeRateLimitHeaders } from '../../lib/http/rate-limit-headers.util';
 import { resolvePolicy } from '../../lib/core/policy';
 
 const decision = (fields: Partial<Decision>): Decision =>

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { readRedlimitMetadata, SkipThrottle, Throttle } from '../../lib/nest';
-import { defineRedlimitMetadata } from '../../lib/nest/redlimit.metadata';
+import { defineRedlimitMetadata } from '../../lib/nest/throttle/redlimit.metadata';
 
 describe('readRedlimitMetadata: merged once, never stale', () => {
   it('answers the same frozen object while the metadata is unchanged', () => {

@@ -1,5 +1,5 @@
 import { canonicalIp, groupIp } from '../../../lib/nest';
-import { createClientIpResolver } from '../../../lib/nest/client-ip.util';
+import { createClientIpResolver } from '../../../lib/http/client-ip.util';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import { CountingStore } from '../support/counting-store';
 import { clientIpApp } from './client-ip.app';

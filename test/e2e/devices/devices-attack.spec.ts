@@ -8,7 +8,7 @@
  */
 import type { Redis } from 'ioredis';
 import { attemptKey, LimiterRegistry, MemoryStore, RedlimitDevices } from '../../../lib/nest';
-import { signDeviceToken, verifyDeviceToken } from '../../../lib/nest/device-token.util';
+import { signDeviceToken, verifyDeviceToken } from '../../../lib/http/device-token.util';
 import { createTestClient, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import {

@@ -1,5 +1,5 @@
-import { attemptKey } from '../../../lib/nest/key-hash.util';
-import { deviceCookieName } from '../../../lib/nest/device-token.util';
+import { attemptKey } from '../../../lib/http/key-hash.util';
+import { deviceCookieName } from '../../../lib/http/device-token.util';
 /**
  * Fixture: the sample's sign-in (fixed-window 5/15m per IP and per account, a right password
  * refunded) with trusted devices on the account part, behind a proxy on the loopback (the client

@@ -1,4 +1,4 @@
-import * as metadata from '../../../lib/nest/redlimit.metadata';
+import * as metadata from '../../../lib/nest/throttle/redlimit.metadata';
 import { LimiterRegistry, MemoryStore, RedlimitHttp } from '../../../lib/nest';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
 import { PatchedController, routePlansApp } from './route-plans.app';

@@ -1,0 +1,241 @@
+import {
+  type ExecutionContext,
+  Inject,
+  Injectable,
+  Logger,
+  Optional,
+  type Type,
+} from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import type { Decision, StoreFailure } from '../../core/decision';
+import { Limiter, type LimiterOptions } from '../../core/limiter';
+import { type PolicyOptions, resolvePolicy } from '../../core/policy';
+import { REDLIMIT_LOGGER_CONTEXT, REDLIMIT_OPTIONS } from '../module/redlimit.constants';
+import { RedlimitConnection } from '../module/redlimit-connection.service';
+import type { PolicyRef, PolicyResolverService } from '../throttle/redlimit.metadata';
+import { RedlimitEvents } from '../module/redlimit-events.service';
+import type { RedlimitModuleOptions } from '../../config/redlimit-options.interface';
+
+/** Store failures are logged at most once per policy in this interval. */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
+
+/**
+ * Every named policy of the module, as a ready {@link Limiter} on the module's store. Inject it to
+ * rate-limit anything that is not a route, or to unlock a caller.
+ *
+ * @example
+ * constructor(private readonly limits: LimiterRegistry) {}
+ *
+ * async sendOtp(phone: string) {
+ *   await this.limits.get('otp').attempt(`phone:${phone}`, () => this.sms.send(phone));
+ * }
+ */
+@Injectable()
+export class LimiterRegistry {
+  private readonly limiters = new Map<string, Limiter>();
+  /** Inline decorator policies by identity: validated once, not on every request. */
+  private readonly inline = new WeakMap<PolicyOptions, Limiter>();
+  private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
+  private readonly lastFailureLogAt = new Map<string, number>();
+  /** Per policy in shadow mode: when its last line was logged, and refusals let through since. */
+  private readonly shadowReports = new Map<string, { at: number; count: number }>();
+  /** The module's `shadow`: every policy that does not set its own is in shadow mode. */
+  private readonly shadow: boolean;
+  private readonly limiterOptions: LimiterOptions;
+  /** The module's `defaultPolicy`, if any. */
+  readonly defaultPolicy: string | undefined;
+  /** The module's `defaultPolicyScope`: budgets of the default layer per route, or app-wide. */
+  readonly defaultPolicyScope: 'route' | 'app';
+
+  constructor(
+    private readonly connection: RedlimitConnection,
+    @Inject(REDLIMIT_OPTIONS) options: RedlimitModuleOptions,
+    events: RedlimitEvents,
+    @Optional() private readonly moduleRef?: ModuleRef,
+  ) {
+    this.limiterOptions = {
+      events,
+      ...(options.failMode !== undefined && { failMode: options.failMode }),
+      ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+      ...(options.failureRetryAfterMs !== undefined && {
+        failureRetryAfterMs: options.failureRetryAfterMs,
+      }),
+      ...(options.receiptSecret !== undefined && { receiptSecret: options.receiptSecret }),
+      onStoreFailure:
+        options.onStoreFailure ?? ((failure, policy) => this.logFailure(failure, policy)),
+      onSettleError: (error, decision) => this.logSettleError(error, decision),
+      onShadowRefusal: (decision) => this.logShadowRefusal(decision),
+    };
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw new TypeError(
+        `RedlimitModule shadow must be true or false; got ${JSON.stringify(options.shadow)}`,
+      );
+    }
+    this.shadow = options.shadow === true;
+    for (const [name, definition] of Object.entries(options.policies ?? {})) {
+      this.register({ ...definition, name });
+    }
+    this.defaultPolicy = options.defaultPolicy;
+    const scope = options.defaultPolicyScope ?? 'route';
+    if (scope !== 'route' && scope !== 'app') {
+      throw new RangeError(
+        `RedlimitModule defaultPolicyScope must be 'route' or 'app'; got ${JSON.stringify(scope)}`,
+      );
+    }
+    this.defaultPolicyScope = scope;
+    if (this.defaultPolicy !== undefined) this.get(this.defaultPolicy);
+  }
+
+  /**
+   * The limiter of a named policy.
+   *
+   * @throws Error naming the known policies when there is none of that name
+   */
+  get(name: string): Limiter {
+    const limiter = this.limiters.get(name);
+    if (limiter) return limiter;
+    const known = [...this.limiters.keys()].map((n) => `'${n}'`).join(', ');
+    throw new Error(
+      `redlimit: no policy named '${name}'; ` +
+        (known ? `known policies: ${known}` : 'no policies are registered') +
+        '. Add it to RedlimitModule.forRoot({ policies }) or LimiterRegistry.register().',
+    );
+  }
+
+  /** Whether a policy of that name is registered. */
+  has(name: string): boolean {
+    return this.limiters.has(name);
+  }
+
+  /** Names of every registered policy. */
+  get names(): string[] {
+    return [...this.limiters.keys()];
+  }
+
+  /**
+   * Adds a policy at runtime. Registering the same definition again returns the existing limiter.
+   *
+   * @throws RangeError when another policy already has that name (they would share stored state)
+   * @throws TypeError / RangeError from the core when the policy is invalid
+   */
+  register(definition: PolicyOptions): Limiter {
+    // The module's shadow mode covers every policy that does not say otherwise.
+    const policy =
+      this.shadow && definition?.shadow === undefined
+        ? { ...definition, shadow: true }
+        : definition;
+    const resolved = resolvePolicy(policy);
+    const existing = this.limiters.get(resolved.name);
+    if (existing) {
+      if (JSON.stringify(existing.policy) === JSON.stringify(resolved)) return existing;
+      throw new RangeError(
+        `redlimit: a different policy named '${resolved.name}' is already registered`,
+      );
+    }
+    const limiter = new Limiter(this.connection.store, policy, this.limiterOptions);
+    this.limiters.set(resolved.name, limiter);
+    return limiter;
+  }
+
+  /**
+   * The limiter for a decorator's policy: a name, an inline definition (registered on first use),
+   * or, when undefined, the module's `defaultPolicy`.
+   */
+  resolve(policy: string | PolicyOptions | undefined): Limiter {
+    if (policy === undefined) {
+      if (this.defaultPolicy === undefined) {
+        throw new Error(
+          'redlimit: no policy given and no defaultPolicy configured in RedlimitModule.forRoot()',
+        );
+      }
+      return this.get(this.defaultPolicy);
+    }
+    if (typeof policy === 'string') return this.get(policy);
+    let limiter = this.inline.get(policy);
+    if (!limiter) {
+      limiter = this.register(policy);
+      this.inline.set(policy, limiter);
+    }
+    return limiter;
+  }
+
+  /**
+   * Like {@link resolve}, and also runs a policy resolver for the call: a function
+   * `(ctx) => name`, or a {@link PolicyResolverService} provider class (taken from the app's
+   * injector). A resolver that throws, returns something other than a string, or names no
+   * registered policy fails the call with an error saying so: a server error, never a silent pass.
+   * @internal
+   */
+  async resolveFor(policy: PolicyRef | undefined, context: ExecutionContext): Promise<Limiter> {
+    if (typeof policy !== 'function') return this.resolve(policy);
+    let name: unknown;
+    if (isResolverClass(policy)) {
+      let service: PolicyResolverService;
+      try {
+        service = this.moduleRef!.get(policy, { strict: false });
+      } catch {
+        throw new Error(
+          `redlimit: the policy resolver ${policy.name} is not a provider; add it to the providers of a module`,
+        );
+      }
+      name = await service.resolvePolicy(context);
+    } else {
+      name = await (policy as (context: ExecutionContext) => unknown)(context);
+    }
+    if (typeof name !== 'string' || !this.limiters.has(name)) {
+      const known = [...this.limiters.keys()].map((n) => `'${n}'`).join(', ');
+      throw new Error(
+        `redlimit: the policy resolver ${policy.name ? `${policy.name} ` : ''}returned ` +
+          `${typeof name === 'string' ? `'${name}'` : String(name)}, which is not a registered policy` +
+          (known ? `; known policies: ${known}` : ''),
+      );
+    }
+    return this.get(name);
+  }
+
+  private logFailure(failure: StoreFailure, policy: string): void {
+    const now = performance.now();
+    if (now - (this.lastFailureLogAt.get(policy) ?? -Infinity) < FAILURE_LOG_INTERVAL_MS) return;
+    this.lastFailureLogAt.set(policy, now);
+    const shadow = this.limiters.get(policy)?.policy.shadow ?? this.shadow;
+    const outcome =
+      shadow && failure.failMode === 'closed'
+        ? 'in shadow mode: requests are allowed (shadow refuses nothing; enforced, it would fail closed)'
+        : {
+            open: 'failing open: requests are allowed without limits',
+            closed: 'failing closed: requests are refused with 503',
+            memory: "limiting in this process's memory until it answers (per-process limits)",
+          }[failure.failMode];
+    this.logger.warn(
+      `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`,
+    );
+  }
+
+  /** A policy in shadow mode let a refusal through: one log line per policy every 10 s at most. */
+  private logShadowRefusal(decision: Decision): void {
+    const now = performance.now();
+    const last = this.shadowReports.get(decision.policy);
+    if (last === undefined || now - last.at >= 10_000) {
+      const count = (last?.count ?? 0) + 1;
+      this.shadowReports.set(decision.policy, { at: now, count: 0 });
+      this.logger.warn(
+        `Policy '${decision.policy}' is in shadow mode: let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
+      );
+    } else {
+      last.count += 1;
+    }
+  }
+
+  private logSettleError(error: unknown, decision: Decision): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.logger.warn(
+      `Could not refund a spend of policy '${decision.policy}'; the cost was kept (${reason})`,
+    );
+  }
+}
+
+/** Whether a function is a resolver provider class (it has `resolvePolicy` on its prototype). */
+function isResolverClass(fn: unknown): fn is Type<PolicyResolverService> {
+  const prototype = (fn as { prototype?: { resolvePolicy?: unknown } }).prototype;
+  return typeof prototype?.resolvePolicy === 'function';
+}
