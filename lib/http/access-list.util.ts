@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';
 import { canonicalIp } from './ip-address.util';
 import { inIpRangeList, ipRangeList } from './ip-range.util';
-import type { AccessListOptions } from '../config/redlimit-options.interface';
+import type { AccessListOptions } from './http-options.types';
 
 /** What an {@link AccessList} looks at in one request; a missing value matches nothing. */
 export interface AccessCaller {

@@ -10,7 +10,7 @@ import {
 } from './client-ip-header.util';
 import { canonicalIp, groupIp } from './ip-address.util';
 import { inIpRangeList, ipRangeList } from './ip-range.util';
-import type { ClientIpHeader, ClientIpOptions } from '../config/redlimit-options.interface';
+import type { ClientIpHeader, ClientIpOptions } from './http-options.types';
 
 export { canonicalIp, groupIp } from './ip-address.util';
 

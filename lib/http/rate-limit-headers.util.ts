@@ -1,6 +1,6 @@
 import type { Decision } from '../core/decision';
 import type { ResolvedPolicy } from '../core/policy';
-import type { RateLimitHeaderStyle } from '../config/redlimit-options.interface';
+import type { RateLimitHeaderStyle } from './http-options.types';
 
 /**
  * Whole seconds to wait before retrying: rounded up, and never 0 (a `Retry-After: 0` invites an
