@@ -58,9 +58,32 @@ export default tseslint.config(
   // The metrics and the Retry-After clients build on lib/core only.
   boundary('metrics', [nestPackages, siblings('metrics', ['stores', 'nest', 'cli', 'client'])]),
   boundary('client', [nestPackages, siblings('client', ['stores', 'nest', 'cli', 'metrics'])]),
-  // The CLI still uses Nest-free helpers of lib/nest (they move out of it later); what it loads
-  // at run time is checked for NestJS by scripts/check-imports.ts.
-  boundary('cli', [nestPackages]),
+  // The framework-free request helpers (client IP, access lists, headers, key hashing, device
+  // tokens) build on lib/core only.
+  boundary('http', [
+    nestPackages,
+    siblings('http', ['stores', 'config', 'nest', 'cli', 'metrics', 'client']),
+  ]),
+  // The configuration (module options, env table, policy specs, Redis connections) builds on
+  // lib/core, lib/stores, lib/metrics and lib/http. The module options name Nest's
+  // ExecutionContext in two callbacks: a type import, erased, so NestJS is never loaded (checked by
+  // scripts/check-imports.ts).
+  {
+    files: ['lib/config/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { ...nestPackages, allowTypeImports: true },
+            siblings('config', ['nest', 'cli', 'client']),
+          ],
+        },
+      ],
+    },
+  },
+  // The CLI uses lib/core, lib/stores, lib/http and lib/config, never the Nest layer.
+  boundary('cli', [nestPackages, siblings('cli', ['nest', 'metrics', 'client'])]),
   {
     files: ['test/**/*.ts'],
     rules: {

@@ -5,10 +5,11 @@
 // 1. No cycles: every import between two files of lib/ counts (`import`, `import type`,
 //    `export … from`, `import()`, `require()`), so a cycle through types is one too: it ties the
 //    files together as much as a runtime one does.
-// 2. The framework-free folders (lib/core, lib/stores, lib/metrics, lib/client, lib/cli) never
-//    load NestJS: no file they import at run time, directly or through other files of lib/,
-//    imports `@nestjs/*` for more than types (ESLint's `no-restricted-imports` in
-//    eslint.config.mjs sees direct imports only), so they run without Nest installed.
+// 2. The framework-free folders (lib/core, lib/stores, lib/http, lib/config, lib/metrics,
+//    lib/client, lib/cli) never load NestJS: no file they import at run time, directly or
+//    through other files of lib/, imports `@nestjs/*` for more than types (ESLint's
+//    `no-restricted-imports` in eslint.config.mjs sees direct imports only), so they run without
+//    Nest installed.
 //
 // Every problem is printed as one line; exit 1 on any.
 import * as fs from 'node:fs';
@@ -16,7 +17,15 @@ import * as path from 'node:path';
 import * as ts from 'typescript';
 
 /** The folders of lib/ that must never reach NestJS, directly or through other files. */
-export const FRAMEWORK_FREE = ['core', 'stores', 'metrics', 'client', 'cli'] as const;
+export const FRAMEWORK_FREE = [
+  'core',
+  'stores',
+  'http',
+  'config',
+  'metrics',
+  'client',
+  'cli',
+] as const;
 
 /** Package names a framework-free file must never reach. */
 export const NEST_PACKAGE = /^@nestjs\//;
