@@ -1,5 +1,6 @@
 import { canonicalIp } from '../http/client-ip.util';
 import { attemptKey, MISSING_VALUE } from '../http/key-hash.util';
+import { ipKey, routeKey, routeName } from '../http/throttle-key.util';
 import type { CliArgs } from './cli-args.util';
 import type { CliConfig } from './cli-config.util';
 import { usageError } from './cli.error';
@@ -179,10 +180,10 @@ function throttleKeys(args: CliArgs, config: CliConfig): CliKey[] {
     );
   }
   if (args.ips.length === 0) throw usageError('--route needs --ip ADDRESS (the client IP)');
-  const route = match[2] === undefined ? match[1]! : `${match[1]!} ${match[2]}`;
+  const route = routeName(match[1]!, match[2]);
   return args.ips.map((ip) => ({
     input: `--route '${args.route}' --ip ${ip}`,
-    key: `${route}|ip:${clientIp(`--ip ${ip}`, ip, config)}`,
+    key: routeKey(route, ipKey(clientIp(`--ip ${ip}`, ip, config))),
   }));
 }
 

@@ -8,6 +8,7 @@ import { REQUEST_THROTTLED } from '../module/redlimit.constants';
 import type { PolicyRef, ThrottleMetadata } from './redlimit.metadata';
 import type { RedlimitAccess } from '../access/redlimit-access.service';
 import type { HttpResponseLike } from '../../http/http-request.util';
+import { routeKey } from '../../http/throttle-key.util';
 import { policyNamesFor } from '../registry/policy-names.util';
 import type { RedlimitHttp } from '../contexts/redlimit-http.service';
 import type { RequestView } from './request-view';
@@ -170,7 +171,7 @@ function keysOf(
     if (request) {
       return http.apiKeyFor(request, view.context).then((apiKey) => {
         if (apiKey === undefined) return trackerKeys(view, layer, limiter);
-        return layer.scope === 'app' ? apiKey : `${view.route}|${apiKey}`;
+        return layer.scope === 'app' ? apiKey : routeKey(view.route, apiKey);
       });
     }
   }

@@ -16,6 +16,7 @@ import {
   type TrackerKeys,
 } from './guard-pipeline.util';
 import { IdentityInputError } from '../../http/identity-input.error';
+import { ipKey, routeKey } from '../../http/throttle-key.util';
 import { holdLeases, leaseReleaseWarning } from '../leases/lease-release.util';
 import { LimiterRegistry } from '../registry/limiter.registry';
 import { recordHeaderLayers } from './rate-limit-layers.util';
@@ -157,7 +158,7 @@ export class RedlimitGuard implements CanActivate {
     _limiter: Limiter,
   ): string | string[] | Promise<string | string[]> {
     const route = requestView(context)?.route ?? `${context.getType()} ${contextRoute(context)}`;
-    return `${route}|ip:${tracker}`;
+    return routeKey(route, ipKey(tracker));
   }
 
   /** Whether to let a request through without spending. Default: never. */
@@ -193,9 +194,9 @@ export class RedlimitGuard implements CanActivate {
   };
 
   private keysOf(view: RequestView, layer: ThrottleMetadata, limiter: Limiter, tracker: string) {
-    if (layer.scope === 'app') return `ip:${tracker}`;
+    if (layer.scope === 'app') return ipKey(tracker);
     if (this.overrides!.keys) return this.generateKeys(view.context, tracker, limiter);
-    return `${view.route}|ip:${tracker}`;
+    return routeKey(view.route, ipKey(tracker));
   }
 }
 

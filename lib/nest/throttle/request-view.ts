@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { UNKNOWN_CLIENT } from '../../http/client-ip.util';
+import { routeName } from '../../http/throttle-key.util';
 import {
   contextRequest,
   contextResponse,
@@ -127,8 +128,7 @@ export class RequestView {
     if (this.routeOf === undefined) {
       if (this.type === 'http') {
         const handler = `${(this.controller as { name: string }).name}.${(this.handler as { name: string }).name}`;
-        const template = routeTemplate(this.requestOf!);
-        this.routeOf = template === undefined ? handler : `${handler} ${template}`;
+        this.routeOf = routeName(handler, routeTemplate(this.requestOf!));
       } else {
         this.routeOf = `${this.type} ${contextRoute(this.context)}`;
       }
