@@ -8,7 +8,6 @@ import {
 } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import type { Attempt } from '../../core/attempt';
-import { Limiter } from '../../core/limiter';
 import type { Decision } from '../../core/decision';
 import type { ResolvedPolicy } from '../../core/policy';
 import { RateLimitedError, StoreUnavailableError } from '../../core/errors';
@@ -22,7 +21,7 @@ import {
   redlimitContextType,
 } from '../contexts/execution-context.util';
 import type { HttpResponseLike } from '../../http/http-request.util';
-import { type ClosableResponse as NodeResponse, nodeResponse } from '../leases/lease-release.util';
+import { nodeResponse } from '../leases/lease-release.util';
 import { RequestView, requestView } from '../throttle/request-view';
 import { type AttemptPlan, type RoutePlans, routePlans } from '../throttle/route-plan';
 import { requestCost } from '../throttle/request-cost.util';
@@ -38,9 +37,9 @@ import {
 } from '../throttle/redlimit.metadata';
 import { RedlimitHttp } from '../contexts/redlimit-http.service';
 import { unchargedAttempt } from './uncharged-attempt.util';
-import { RedlimitDevices, type TrustedDevice } from './redlimit-devices.service';
-import type { EpochReading } from '../../core/store';
-import { MISSING_VALUE } from '../../http/key-hash.util';
+import { RedlimitDevices } from './redlimit-devices.service';
+import { type DeviceSpend, spendWithDevice, trustDevice } from './device-spend.util';
+import { AttemptCancelledError, responseEnd, settleAfter, withStatus } from './settle-after.util';
 
 /**
  * Serves `@Attempt`: registered app-wide by `RedlimitModule`, it acts only on handlers with an
@@ -120,7 +119,16 @@ export class AttemptInterceptor implements NestInterceptor {
     let device: DeviceSpend | undefined;
     try {
       if (plan.loginPart === undefined) attempt = await limiter.begin(keys, { cost });
-      else ({ attempt, device } = await this.spendWithDevice(view, plan, limiter, keys, cost));
+      else
+        ({ attempt, device } = await spendWithDevice(
+          this.devices,
+          (error, decision) => this.onSettleError(error, decision),
+          view,
+          plan,
+          limiter,
+          keys,
+          cost,
+        ));
     } catch (error) {
       if (error instanceof RateLimitedError || error instanceof StoreUnavailableError) {
         if (response && disclosed(plan, keys)) {
@@ -337,181 +345,13 @@ export class AttemptInterceptor implements NestInterceptor {
       // a handler that threw after refunding) proves nothing.
       const proved =
         attempt.refunded && outcome.ok && (outcome.status === undefined || outcome.status < 400);
-      const trust = device !== undefined && proved ? this.trustDevice(view, device) : undefined;
+      const trust =
+        device !== undefined && proved ? trustDevice(this.devices, view, device) : undefined;
       await Promise.all([attempt.settle(), trust]);
     } catch (error) {
       this.onSettleError(error, attempt.decision);
     }
   }
-
-  /**
-   * Spends an `@Attempt(…, { devices })` call. With a token signed for the login, the login
-   * part's key is replaced by the device's and the device's lifetime failure count is charged
-   * beside, in one decision, while the login's device epoch and the store's clock are read (one
-   * more command in the same round trip on a pipelining client). The device is trusted if the
-   * token is unexpired on that clock and at that epoch; else what it spent goes back and the call
-   * is charged as any other, as it is without a token or with a bad one (no different answer,
-   * whatever was wrong).
-   */
-  private async spendWithDevice(
-    view: RequestView,
-    plan: AttemptPlan,
-    limiter: Limiter,
-    keys: string[],
-    cost: number | undefined,
-  ): Promise<{ attempt: Attempt; device?: DeviceSpend }> {
-    const { metadata } = plan;
-    const devices = this.devices;
-    if (devices === undefined || !devices.enabled) {
-      throw new Error(
-        `@Attempt(…, { devices: ${JSON.stringify(metadata.devices)} }) needs RedlimitModule's devices option` +
-          (devices === undefined
-            ? ' (and a custom attemptInterceptor must pass RedlimitDevices to super())'
-            : ''),
-      );
-    }
-    const request = view.request;
-    if (request === undefined) return { attempt: await limiter.begin(keys, { cost }) };
-    const index = plan.loginPart!;
-    const partKey = keys[index]!;
-    const loginKey = devices.loginKeyOf(partKey);
-    const policy = limiter.policy.name;
-    const trusted = devices.recognise(request, partKey, policy);
-    if (trusted !== undefined) {
-      const deviceKeys = keys.map((key, i) => (i === index ? trusted.key : key));
-      const [reading, spent] = await Promise.all([
-        devices.epochOf(loginKey).catch(() => undefined),
-        Limiter.beginAll([
-          { limiter, keys: deviceKeys, ...(cost !== undefined && { cost }) },
-          { limiter: devices.lifeLimiter(limiter), keys: trusted.key },
-        ]).then(
-          (attempt) => ({ attempt }),
-          (error: unknown) => ({ error }),
-        ),
-      ]);
-      // The store failed and a fail mode decided (failMode 'memory' counting in process): the
-      // epoch cannot be read, so a signed token unexpired on this process's clock is trusted
-      // (revocations unseen until the store is back), or the attacker, counted in the fallback
-      // too, would keep the owner out for the length of the outage.
-      const decided = 'attempt' in spent ? spent.attempt.decision : decisionOf(spent.error);
-      const outage = reading === undefined && decided?.failure !== undefined;
-      if (
-        outage ? devices.liveNow(trusted) : reading !== undefined && devices.live(trusted, reading)
-      ) {
-        if ('error' in spent) throw spent.error;
-        return { attempt: spent.attempt, device: { loginKey, policy, trusted, reading } };
-      }
-      // Expired, revoked, or the epoch could not be read: not trusted; what it spent goes back.
-      if ('attempt' in spent) {
-        spent.attempt.refund();
-        await spent.attempt.settle().catch((error: unknown) => {
-          this.onSettleError(error, spent.attempt.decision);
-        });
-      }
-    }
-    return { attempt: await limiter.begin(keys, { cost }), device: { loginKey, policy } };
-  }
-
-  /**
-   * Sets the device token on the response of a successful attempt: the presented device's,
-   * renewed, or a new device's. Skipped when the response is already sent (a handler answering
-   * through `@Res()`: call `RedlimitDevices.trust` there) or the login part was missing.
-   */
-  private async trustDevice(view: RequestView, device: DeviceSpend): Promise<void> {
-    const devices = this.devices;
-    const response = view.response;
-    if (devices === undefined || response === undefined || responseSent(response)) return;
-    if (device.loginKey === MISSING_VALUE) return;
-    const reading = device.reading ?? (await devices.epochOf(device.loginKey));
-    const token = devices.tokenFor(device.loginKey, device.policy, device.trusted?.nonce, reading);
-    if (!responseSent(response)) devices.setCookie(response, token, device.policy, device.loginKey);
-  }
-}
-
-/**
- * The login of an `@Attempt(…, { devices })` call, and, when trusted, the device it was charged
- * to and the epoch reading that trusted it.
- */
-interface DeviceSpend {
-  readonly loginKey: string;
-  /** The sign-in policy the device is (or will be) trusted for. */
-  readonly policy: string;
-  readonly trusted?: TrustedDevice;
-  readonly reading?: EpochReading;
-}
-
-/** The decision a refusal carries, if `error` is one. */
-function decisionOf(error: unknown): Decision | undefined {
-  return error instanceof RateLimitedError || error instanceof StoreUnavailableError
-    ? error.decision
-    : undefined;
-}
-
-/** Whether the response's headers are gone (Express/Node `headersSent`, Fastify `sent`). */
-function responseSent(response: HttpResponseLike): boolean {
-  const target = response as { headersSent?: unknown; sent?: unknown };
-  return target.headersSent === true || target.sent === true;
-}
-
-/** Raised into `refundOn` when the client went away before the handler finished. */
-class AttemptCancelledError extends Error {
-  override readonly name = 'AttemptCancelledError';
-}
-
-/**
- * Mirrors `source`, running `settle` exactly once when it completes, errors or is unsubscribed
- * before that (then with an `AttemptCancelledError`, unless `holdOnTeardown`: then never, and an
- * attempt's lease expires after its window); completion and errors are passed on only after
- * `settle` finished, so the response leaves with the refund applied. Should `settle` reject
- * anyway (a throwing hook in a subclass), the response still goes out: a settlement problem is
- * never the client's.
- */
-function settleAfter<T>(
-  source: Observable<T>,
-  settle: (outcome: AttemptOutcome) => Promise<void>,
-  holdOnTeardown: boolean,
-): Observable<T> {
-  return new Observable<T>((subscriber) => {
-    let finished = false;
-    let last: T | undefined;
-    const finish = (outcome: AttemptOutcome): Promise<void> => {
-      finished = true;
-      return settle(outcome).catch(() => undefined);
-    };
-    const subscription = source.subscribe({
-      next: (value) => {
-        last = value;
-        subscriber.next(value);
-      },
-      error: (error: unknown) => {
-        void finish({ ok: false, error }).then(() => subscriber.error(error));
-      },
-      complete: () => {
-        void finish({ ok: true, result: last }).then(() => subscriber.complete());
-      },
-    });
-    return () => {
-      subscription.unsubscribe();
-      if (!finished && !holdOnTeardown) {
-        void finish({ ok: false, error: new AttemptCancelledError('request cancelled') });
-      }
-    };
-  });
-}
-
-/**
- * The outcome with, over HTTP, the status the handler left on the response (Express's
- * `res.statusCode`, Fastify's `reply.statusCode`): a failure the handler reports by its status
- * is not a success. GraphQL (errors as data), gateways and microservices have none.
- */
-function withStatus(
-  outcome: AttemptOutcome,
-  type: RedlimitContextType,
-  response: HttpResponseLike | undefined,
-): AttemptOutcome {
-  if (!outcome.ok || type !== 'http') return outcome;
-  const status = (response as { statusCode?: unknown } | undefined)?.statusCode;
-  return typeof status === 'number' ? { ...outcome, status } : outcome;
 }
 
 /** A function part's value as key material: strings and finite numbers; anything else is a 400. */
@@ -533,13 +373,4 @@ function disclosed(plan: AttemptPlan, keys: readonly string[]): boolean {
     plan.metadata.headers === 'all' ||
     (plan.requesterParts && keys.every((key) => !key.endsWith(':-')))
   );
-}
-
-/** A Node response's end: true once sent in full, false when the connection closed before. */
-function responseEnd(response: NodeResponse): Promise<boolean> {
-  if (response.writableFinished) return Promise.resolve(true);
-  if (response.destroyed) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    response.once('close', () => resolve(response.writableFinished === true));
-  });
 }
