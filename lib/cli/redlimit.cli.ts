@@ -64,7 +64,8 @@ Options:
 
 Environment: REDLIMIT_REDIS_URL or REDIS_URL, REDLIMIT_REDIS_CLUSTER_NODES,
 REDLIMIT_REDIS_SENTINELS and REDLIMIT_REDIS_SENTINEL_NAME, REDLIMIT_PREFIX, REDLIMIT_POLICIES,
-REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET — read and validated as RedlimitModule reads them.
+REDLIMIT_KEY_SECRET, REDLIMIT_IPV6_SUBNET, REDLIMIT_FAIL_MODE — read and validated as
+RedlimitModule reads them.
 
 Exit codes: 0 done; 2 bad usage, configuration, key or policy (Redis untouched);
 3 Redis unreachable, too slow or failing; 1 unexpected error.
