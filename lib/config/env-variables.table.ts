@@ -1,34 +1,26 @@
-import { parseDuration } from '../core/duration.util';
 import { FAIL_MODES, type FailMode } from '../core/policy';
-import { createClientIpResolver } from '../http/client-ip.util';
-import { ipRangeList } from '../http/ip-range.util';
+import {
+  alone,
+  checked,
+  clientIpField,
+  digitsOrNaN,
+  duration,
+  type EnvContext,
+  type EnvOptions,
+  flag,
+  hostPorts,
+  ipRanges,
+  list,
+  oneOf,
+  secretText,
+  set,
+  text,
+  wholeNumber,
+} from './env-parsers.util';
 import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
 import { RedlimitConfigError } from './redlimit-config.error';
-import { parseHostPortList } from './redis-sentinel.util';
-import type {
-  ClientIpHeader,
-  ClientIpOptions,
-  RateLimitHeaderStyle,
-  RedlimitModuleOptions,
-} from './redlimit-options.interface';
-
-/** Module options while the environment is applied to them. */
-export type EnvOptions = { -readonly [K in keyof RedlimitModuleOptions]: RedlimitModuleOptions[K] };
-
-/** What a row sees while its variable is applied. */
-export interface EnvContext {
-  /** The variable read: the row's `name`, or its `fallback` when only that one is set. */
-  readonly variable: string;
-  /** Another variable, trimmed; `undefined` when it is unset, empty or blank. */
-  readonly read: (name: string) => string | undefined;
-  /** Throws a {@link RedlimitConfigError} naming the variable, its value as the row shows it, and `reason`. */
-  readonly fail: (reason: string) => never;
-  /** The caller's defaults, which the variables are applied on top of. */
-  readonly defaults: RedlimitModuleOptions;
-  /** The options so far: the defaults and the rows above this one. */
-  readonly options: EnvOptions;
-}
+import type { ClientIpHeader, ClientIpOptions } from './redlimit-options.interface';
 
 /** One environment variable of `redlimitOptionsFromEnv`: a row of {@link ENV_VARIABLES}. */
 export interface EnvVariable {
@@ -66,112 +58,14 @@ function row<T>(spec: {
   };
 }
 
-type Parser<T> = (value: string, context: EnvContext) => T;
-
-/** The value as it is. */
-const text: Parser<string> = (value) => value;
-
-/** Runs `parse`; an error it throws becomes the variable's, with its message as the reason. */
-function checked<T>(context: EnvContext, parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    return context.fail((error as Error).message);
-  }
-}
-
-/** Digits only, a safe integer ≥ 1; else `reason`. */
-function wholeNumber(reason: string): Parser<number> {
-  return (value, context) => {
-    const number = Number(value);
-    if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1) context.fail(reason);
-    return number;
-  };
-}
-
-/** `true` or `false`, any case. */
-const flag: Parser<boolean> = (value, context) => {
-  const lower = value.toLowerCase();
-  if (lower === 'true') return true;
-  if (lower === 'false') return false;
-  return context.fail('expected true or false');
-};
-
-/** One of `allowed` (lower-cased first with `ignoreCase`); else `reason`. */
-function oneOf<T extends string>(
-  allowed: readonly T[],
-  reason: string,
-  ignoreCase = false,
-): Parser<T> {
-  return (value, context) => {
-    const word = ignoreCase ? value.toLowerCase() : value;
-    return allowed.includes(word as T) ? (word as T) : context.fail(reason);
-  };
-}
-
-/** A duration such as `30d`, kept as written; else `reason`. */
-function duration(reason: string): Parser<string> {
-  return (value, context) => {
-    try {
-      parseDuration(value, context.variable);
-    } catch {
-      context.fail(reason);
-    }
-    return value;
-  };
-}
-
-/** Comma-separated addresses, ranges and names, each checked as the module option `option`. */
-function ipRanges(option: string): Parser<string[]> {
-  return (value, context) => {
-    const entries = list(value);
-    checked(context, () => ipRangeList(entries, option));
-    return entries;
-  };
-}
-
-/** A secret of at least 16 characters. */
-const secretText: Parser<string> = (value, context) =>
-  value.length < 16 ? context.fail('expected at least 16 characters') : value;
-
-/** `host:port,host:port`. */
-const hostPorts: Parser<ReturnType<typeof parseHostPortList>> = (value, context) =>
-  checked(context, () => parseHostPortList(value));
-
-/**
- * The options' `clientIp` with `field` set from the value, checked as a whole as the module
- * checks it (so a combination that cannot work names the variable that completed it).
- */
-function clientIpField<K extends keyof ClientIpOptions>(
-  field: K,
-  toValue: (value: string) => ClientIpOptions[K],
-): Parser<ClientIpOptions> {
-  return (value, context) => {
-    const clientIp: ClientIpOptions = { ...context.options.clientIp, [field]: toValue(value) };
-    checked(context, () => createClientIpResolver(clientIp));
-    return clientIp;
-  };
-}
-
-/** Fails when one of `others` is set too: two Redis named for redlimit. */
-function alone(context: EnvContext, others: readonly string[]): void {
-  const other = others.find((name) => context.read(name) !== undefined);
-  if (other !== undefined) context.fail(`${other} is set too; set one of them`);
-}
-
-function list(value: string): string[] {
-  return value
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
-}
-
-const digitsOrNaN = (value: string): number => (/^\d+$/.test(value) ? Number(value) : NaN);
-
 const REDIS_URL_VARIABLE = 'REDLIMIT_REDIS_URL';
 const SENTINELS = 'REDLIMIT_REDIS_SENTINELS';
 const SENTINEL_NAME = 'REDLIMIT_REDIS_SENTINEL_NAME';
 const CLUSTER_NODES = 'REDLIMIT_REDIS_CLUSTER_NODES';
+
+/** `REDLIMIT_HEADERS`: the header styles, and `none` or `false` for no headers. */
+const HEADER_WORDS = ['ietf', 'legacy', 'both', 'none', 'false'] as const;
+const refusalsKept = wholeNumber('expected true, false or a whole number of at least 1');
 
 /**
  * Every variable `redlimitOptionsFromEnv` reads, applied in this order to the defaults
@@ -189,9 +83,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       /^rediss?:\/\/[^\s]*$/.test(value)
         ? value
         : context.fail('expected a redis:// or rediss:// URL'),
-    land: (options, url) => {
-      options.redis = url;
-    },
+    land: set('redis'),
   }),
   // Sentinel and Cluster win over REDIS_URL (often set for another client of the app), never
   // over REDLIMIT_REDIS_URL or each other: two Redis named for redlimit is an error.
@@ -233,33 +125,25 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       alone(context, [REDIS_URL_VARIABLE, SENTINELS]);
       return { nodes: hostPorts(value, context) };
     },
-    land: (options, redis) => {
-      options.redis = redis;
-    },
+    land: set('redis'),
   }),
   row({
     name: 'REDLIMIT_PREFIX',
     meaning: 'key prefix',
     parse: text,
-    land: (options, prefix) => {
-      options.prefix = prefix;
-    },
+    land: set('prefix'),
   }),
   row<FailMode>({
     name: 'REDLIMIT_FAIL_MODE',
     meaning: '`closed`, `open` or `memory`',
     parse: oneOf(FAIL_MODES, "expected 'closed', 'open' or 'memory'"),
-    land: (options, failMode) => {
-      options.failMode = failMode;
-    },
+    land: set('failMode'),
   }),
   row({
     name: 'REDLIMIT_TIMEOUT_MS',
     meaning: 'whole ms ≥ 1',
     parse: wholeNumber('expected a whole number of milliseconds ≥ 1'),
-    land: (options, timeoutMs) => {
-      options.timeoutMs = timeoutMs;
-    },
+    land: set('timeoutMs'),
   }),
   row({
     name: 'REDLIMIT_POLICIES',
@@ -279,21 +163,14 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       }
       return value;
     },
-    land: (options, name) => {
-      options.defaultPolicy = name;
-    },
+    land: set('defaultPolicy'),
   }),
-  row({
+  row<(typeof HEADER_WORDS)[number]>({
     name: 'REDLIMIT_HEADERS',
     meaning: '`ietf`, `legacy`, `both` or `none`',
-    parse: oneOf(
-      ['ietf', 'legacy', 'both', 'none', 'false'],
-      "expected 'ietf', 'legacy', 'both' or 'none'",
-      true,
-    ),
+    parse: oneOf(HEADER_WORDS, "expected 'ietf', 'legacy', 'both' or 'none'", true),
     land: (options, style) => {
-      options.headers =
-        style === 'none' || style === 'false' ? false : (style as RateLimitHeaderStyle);
+      options.headers = style === 'none' || style === 'false' ? false : style;
     },
   }),
   // The client-IP rows merge over defaults.clientIp, each checked with those above it.
@@ -301,34 +178,26 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
     name: 'REDLIMIT_TRUSTED_PROXIES',
     meaning: 'comma-separated addresses, CIDR ranges, `loopback`, `private`, `linklocal`, `unix`',
     parse: clientIpField('trustedProxies', list),
-    land: (options, clientIp) => {
-      options.clientIp = clientIp;
-    },
+    land: set('clientIp'),
   }),
   row<ClientIpOptions>({
     name: 'REDLIMIT_IPV6_SUBNET',
     meaning: '1–128',
     parse: clientIpField('ipv6Subnet', digitsOrNaN),
-    land: (options, clientIp) => {
-      options.clientIp = clientIp;
-    },
+    land: set('clientIp'),
   }),
   row<ClientIpOptions>({
     name: 'REDLIMIT_CLIENT_IP_HEADER',
     meaning:
       '`x-forwarded-for`, `forwarded`, `cf-connecting-ip`, `true-client-ip`, `fly-client-ip`, `x-real-ip`',
     parse: clientIpField('header', (value) => value.toLowerCase() as ClientIpHeader),
-    land: (options, clientIp) => {
-      options.clientIp = clientIp;
-    },
+    land: set('clientIp'),
   }),
   row<ClientIpOptions>({
     name: 'REDLIMIT_TRUSTED_HOPS',
     meaning: 'whole number ≥ 1: how many proxies are in front of the app (`clientIp.trustedHops`)',
     parse: clientIpField('trustedHops', digitsOrNaN),
-    land: (options, clientIp) => {
-      options.clientIp = clientIp;
-    },
+    land: set('clientIp'),
   }),
   row({
     name: 'REDLIMIT_KEY_SECRET',
@@ -336,9 +205,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       'HMAC secret for `@Attempt` keys, at least 16 characters; set but empty or blank is an error (never shown in errors)',
     secret: { blankAdvice: 'unset it to go without a secret, or give at least 16 characters' },
     parse: secretText,
-    land: (options, secret) => {
-      options.keySecret = secret;
-    },
+    land: set('keySecret'),
   }),
   row({
     name: 'REDLIMIT_RECEIPT_SECRET',
@@ -347,9 +214,7 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       blankAdvice: 'unset it to go without signed receipts, or give at least 16 characters',
     },
     parse: secretText,
-    land: (options, secret) => {
-      options.receiptSecret = secret;
-    },
+    land: set('receiptSecret'),
   }),
   // Trusted devices: either variable turns them on (the secret defaults to the key secret).
   row({
@@ -392,25 +257,14 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
     name: 'REDLIMIT_SHADOW',
     meaning: '`true` or `false`: shadow mode for every policy that sets none',
     parse: flag,
-    land: (options, shadow) => {
-      options.shadow = shadow;
-    },
+    land: set('shadow'),
   }),
   row({
     name: 'REDLIMIT_REFUSAL_CACHE',
     meaning: '`true`, `false`, or the most refusals kept (whole number ≥ 1)',
     parse: (value, context) =>
-      /^\d+$/.test(value)
-        ? {
-            maxKeys: wholeNumber('expected true, false or a whole number of at least 1')(
-              value,
-              context,
-            ),
-          }
-        : flag(value, context),
-    land: (options, refusalCache) => {
-      options.refusalCache = refusalCache;
-    },
+      /^\d+$/.test(value) ? { maxKeys: refusalsKept(value, context) } : flag(value, context),
+    land: set('refusalCache'),
   }),
 ];
 

@@ -1,4 +1,5 @@
-import { type EnvOptions, ENV_VARIABLES } from './env-variables.table';
+import type { EnvOptions } from './env-parsers.util';
+import { ENV_VARIABLES } from './env-variables.table';
 import { RedlimitConfigError } from './redlimit-config.error';
 import type { RedlimitModuleOptions } from './redlimit-options.interface';
 
