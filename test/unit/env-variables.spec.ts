@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { HELP } from '../../lib/cli/redlimit.cli';
 import { ENV_VARIABLE_NAMES, ENV_VARIABLES } from '../../lib/config/env-variables.table';
+import { redlimitOptionsFromEnv } from '../../lib/config/options-from-env.util';
+import { RedlimitConfigError } from '../../lib/config/redlimit-config.error';
 
 const root = join(__dirname, '..', '..');
 const read = (path: string) => readFileSync(join(root, path), 'utf8');
@@ -69,5 +71,24 @@ describe('the environment table', () => {
       expect(ENV_VARIABLE_NAMES).toContain(name);
     }
     expect([...help].sort()).toEqual([...documented].sort());
+  });
+
+  it('applies the rows in order: of two bad client-IP variables, the one above is named', () => {
+    const named = (env: Record<string, string>) => {
+      try {
+        redlimitOptionsFromEnv(env);
+      } catch (error) {
+        return (error as RedlimitConfigError).variable;
+      }
+      return 'none';
+    };
+    // Each is wrong on its own (hops without proxies, subnet 0); the table checks the subnet first.
+    expect(named({ REDLIMIT_TRUSTED_HOPS: '2' })).toBe('REDLIMIT_TRUSTED_HOPS');
+    expect(named({ REDLIMIT_TRUSTED_HOPS: '2', REDLIMIT_IPV6_SUBNET: '0' })).toBe(
+      'REDLIMIT_IPV6_SUBNET',
+    );
+    expect(named({ REDLIMIT_SHADOW: 'yes', REDLIMIT_REDIS_URL: 'http://x' })).toBe(
+      'REDLIMIT_REDIS_URL',
+    );
   });
 });
