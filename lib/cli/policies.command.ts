@@ -1,9 +1,7 @@
-import { type Algorithm, resolvePolicy } from '../core/policy';
+import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
+import { resolvePolicy } from '../core/policy';
 import { type CliConfig, describeTarget } from './cli-config.util';
 import { columns, formatLimits } from './cli-format.util';
-
-/** Algorithms whose limits have a capacity of their own. */
-const BURST_ALGORITHMS: ReadonlySet<Algorithm> = new Set(['token-bucket', 'gcra']);
 
 /** What a command prints: `json` with `--json`, else `text`. */
 export interface CommandOutput {
@@ -30,7 +28,7 @@ export function policiesCommand(config: CliConfig): CommandOutput {
       limits: policy.limits.map(({ limit, windowMs, burst }) => ({
         limit,
         windowMs,
-        ...(BURST_ALGORITHMS.has(policy.algorithm) && { burst }),
+        ...(ALGORITHM_DEFINITIONS[policy.algorithm].usesBurst && { burst }),
       })),
       failMode: policy.failMode ?? config.defaultFailMode,
       spec: formatLimits(policy),

@@ -1,33 +1,25 @@
+import type { Algorithm, LimitRule, RateAlgorithm } from './algorithms/algorithm-definition';
+import {
+  ALGORITHM_DEFINITIONS,
+  ALGORITHM_NAMES,
+  RATE_ALGORITHM_NAMES,
+} from './algorithms/algorithm.registry';
 import { type Duration, parseDuration } from './duration.util';
 import { checkKnownNames } from './options.util';
 
-/** The rate algorithms: each admits `limit` units per `window`. */
-export type RateAlgorithm =
-  'fixed-window' | 'sliding-window' | 'token-bucket' | 'gcra' | 'sliding-log';
-
-/**
- * The algorithms a policy can use: a rate algorithm, or `concurrency` (at most `limit` leases in
- * flight per key, each released by a refund or expiring after `window`).
- */
-export type Algorithm = RateAlgorithm | 'concurrency';
+export type { Algorithm, LimitRule, RateAlgorithm } from './algorithms/algorithm-definition';
+export { MAX_SLIDING_LOG_LIMIT } from './algorithms/sliding-log.algorithm';
 
 /** Every rate algorithm this version implements, in documentation order. */
-export const ALGORITHMS: readonly RateAlgorithm[] = [
-  'fixed-window',
-  'sliding-window',
-  'token-bucket',
-  'gcra',
-  'sliding-log',
-];
+export const ALGORITHMS: readonly RateAlgorithm[] = RATE_ALGORITHM_NAMES;
 
 /** Every algorithm a policy can use: the rate algorithms, then `concurrency`. */
-export const POLICY_ALGORITHMS: readonly Algorithm[] = [...ALGORITHMS, 'concurrency'];
-
-/** A sliding log stores one member per unit spent: its limit bounds the memory of a key. */
-export const MAX_SLIDING_LOG_LIMIT = 100_000;
+export const POLICY_ALGORITHMS: readonly Algorithm[] = ALGORITHM_NAMES;
 
 /** Algorithms whose capacity is `burst` (default `limit`) rather than `limit`. */
-const BURST_ALGORITHMS: readonly Algorithm[] = ['token-bucket', 'gcra'];
+const BURST_ALGORITHMS: readonly Algorithm[] = ALGORITHM_NAMES.filter(
+  (name) => ALGORITHM_DEFINITIONS[name].usesBurst,
+);
 
 /**
  * What a decision does when the store fails or is slower than `timeoutMs`: `closed` refuses
@@ -148,16 +140,6 @@ export interface PolicyOptions {
   readonly shadow?: boolean;
 }
 
-/** One validated limit: `limit` units per `windowMs` milliseconds. */
-export interface LimitRule {
-  /** Units allowed per window. */
-  readonly limit: number;
-  /** Window length in ms. */
-  readonly windowMs: number;
-  /** Bucket capacity (`token-bucket`, `gcra`); equal to `limit` for the other algorithms. */
-  readonly burst: number;
-}
-
 /** A validated policy, as a {@link Limiter} uses it. */
 export interface ResolvedPolicy {
   /** The policy's name. */
@@ -249,28 +231,11 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
   if (given.length === 0) {
     throw new TypeError(`policy '${name}' needs limit and window (or limits)`);
   }
-  const usesBurst = BURST_ALGORITHMS.includes(algorithm);
-  const limits = given.map(({ options, path }) => resolveLimit(options, path, usesBurst));
-  if (algorithm === 'concurrency' && limits.length > 1) {
-    throw new RangeError(
-      `policy '${name}': a concurrency policy has one limit (the leases in flight, window the lease); ` +
-        'stack it with a rate policy (Limiter.consumeAll) for more',
-    );
-  }
-  limits.forEach((rule, index) => {
-    if (algorithm === 'concurrency' && rule.limit > MAX_SLIDING_LOG_LIMIT) {
-      throw new RangeError(
-        `${given[index]!.path}.limit: concurrency keeps one entry per unit leased, so its limit is at most ` +
-          `${MAX_SLIDING_LOG_LIMIT}; got ${rule.limit}`,
-      );
-    }
-    if (algorithm === 'sliding-log' && rule.limit > MAX_SLIDING_LOG_LIMIT) {
-      throw new RangeError(
-        `${given[index]!.path}.limit: a sliding log keeps one entry per unit, so its limit is at most ` +
-          `${MAX_SLIDING_LOG_LIMIT}; got ${rule.limit} (use sliding-window for large limits)`,
-      );
-    }
-  });
+  const definition = ALGORITHM_DEFINITIONS[algorithm];
+  const limits = given.map(({ options, path }) =>
+    resolveLimit(options, path, definition.usesBurst),
+  );
+  definition.checkLimits?.({ policy: name, limits, paths: given.map(({ path }) => path) });
   const { failMode } = policy;
   if (failMode !== undefined && !FAIL_MODES.includes(failMode)) {
     throw new RangeError(
@@ -287,14 +252,7 @@ export function resolvePolicy(policy: PolicyOptions): ResolvedPolicy {
     );
   }
   const block = policy.block === undefined ? undefined : resolveBlock(policy.block);
-  if (block !== undefined && algorithm === 'concurrency') {
-    // A lockout that forgot the count would free leases still held; one that did not would only
-    // refuse callers the leases already refuse.
-    throw new RangeError(
-      `policy '${name}': policy.block does not apply to a concurrency policy (a lockout must never ` +
-        'free leases still held); stack a rate policy with block beside it (Limiter.consumeAll)',
-    );
-  }
+  if (block !== undefined) definition.checkBlock?.(name);
   if (block?.restart && limits.length > 1) {
     throw new RangeError(
       `policy '${name}': policy.block.restart needs a policy with one limit: a lockout that forgot ` +

@@ -1,3 +1,4 @@
+import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { costArg, limitArgs } from './script-reply.util';
 import { storageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
@@ -20,7 +21,7 @@ export interface QueuedDecision {
 /**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
- * for a sliding log or a spend that will be settled: its spend id).
+ * for an algorithm that keeps spend ids, or a spend that will be settled: its spend id).
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
  * @param customClock whether a custom clock is used (each decision then carries its own reading)
@@ -67,8 +68,7 @@ export function batchCall(
       costArg(request, spend),
     );
     if (
-      request.algorithm === 'sliding-log' ||
-      request.algorithm === 'concurrency' ||
+      ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds ||
       (spend && request.settles === true)
     ) {
       decisions.push(spendId ?? '');

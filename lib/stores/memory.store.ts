@@ -1,14 +1,11 @@
 import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
-import type { Algorithm, LimitRule } from '../core/policy';
+import type { LimitRule } from '../core/policy';
 import { checkedClock } from './clock-reading.util';
-import { bucketMemory } from './memory/bucket.memory';
 import { concurrencyMemory } from './memory/concurrency.memory';
-import { fixedWindowMemory } from './memory/fixed-window.memory';
 import type { MemoryAlgorithm, PairEvaluation } from './memory/memory-algorithm';
+import { MEMORY_MODELS } from './memory/memory-models';
 import type { SlidingLogState } from './memory/sliding-log.memory';
-import { slidingLogMemory } from './memory/sliding-log.memory';
-import { slidingWindowMemory } from './memory/sliding-window.memory';
 import { lastSpendSequence, newSpendTag, nextSpendId, spendSequence } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { blockKey, epochKey, ledgerKey, storageKey } from './storage-key.util';
@@ -23,15 +20,6 @@ import type {
   StackResult,
   Store,
 } from './store.interface';
-
-const MEMORY_ALGORITHMS: Record<Algorithm, MemoryAlgorithm<unknown>> = {
-  'fixed-window': fixedWindowMemory,
-  'sliding-window': slidingWindowMemory,
-  'token-bucket': bucketMemory,
-  gcra: bucketMemory,
-  'sliding-log': slidingLogMemory,
-  concurrency: concurrencyMemory,
-};
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
@@ -246,7 +234,7 @@ export class MemoryStore implements Store {
    * `lua/lib/refund-frame.lua`.
    */
   private settleSpend(request: RefundRequest, target?: number): void {
-    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
+    const algorithm = MEMORY_MODELS[request.algorithm];
     const now = this.now();
     if (request.algorithm === 'concurrency') {
       if (target === undefined) this.release(request, now);
@@ -599,7 +587,7 @@ export class MemoryStore implements Store {
 
   /** Every limit of one request on each of its keys, against the state before this call. */
   private evaluate(request: SpendRequest, now: number, spendId: string | undefined) {
-    const algorithm = MEMORY_ALGORITHMS[request.algorithm];
+    const algorithm = MEMORY_MODELS[request.algorithm];
     const context = { cost: request.cost, now, spendId };
     const pairs: Array<{ name: string; evaluation: PairEvaluation<unknown> }> = [];
     let fits = true;
