@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { type Algorithm, POLICY_ALGORITHMS } from '../core/policy';
 
 /** Where the shipped Lua sources live: `<package>/lua`, two levels above `lib/stores` and `dist/stores`. */
@@ -8,6 +9,24 @@ const LUA_ROOT = join(__dirname, '..', '..', 'lua');
 
 /** `--#include lib/x.lua` on a line of its own splices in that file (paths from `lua/`). */
 const INCLUDE = /^--#include (\S+)$/gm;
+
+/** `--#models` on a line of its own (lib/models.lua): one block per algorithm, see {@link modelBlocks}. */
+const MODELS = /^--#models$/gm;
+
+/**
+ * What `--#models` stands for: each algorithm's `<name>/model.lua` in a block of its own (so the
+ * models' local helpers never meet), stored in `models[name]` with the definition's
+ * `keepsSpendIds` as `ids`. Derived from the algorithm registry, so an algorithm's Lua needs no
+ * entry in a shared file.
+ */
+function modelBlocks(): string {
+  return POLICY_ALGORITHMS.map(
+    (name) =>
+      `do\n--#include ${name}/model.lua\n` +
+      `  models['${name}'] = { evaluate = evaluate, commit = commit, reset = resetIn, ` +
+      `ids = ${String(ALGORITHM_DEFINITIONS[name].keepsSpendIds)} }\nend`,
+  ).join('\n');
+}
 
 /** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`. */
 export type ScriptId =
@@ -101,16 +120,19 @@ function load(path: string, including: readonly string[] = []): string {
   if (including.includes(path)) {
     throw new Error(`lua/${path} includes itself (through ${including.join(' → ')})`);
   }
-  const source = stripComments(readFileSync(join(LUA_ROOT, path), 'utf8'));
+  const source = stripComments(readFileSync(join(LUA_ROOT, path), 'utf8')).replace(
+    MODELS,
+    modelBlocks,
+  );
   return source.replace(INCLUDE, (_line, included: string) =>
     load(included, [...including, path]).trimEnd(),
   );
 }
 
-/** Without block comments (`--[[ … ]]` opening a line) and whole-line comments (`--#include` kept). */
+/** Without block comments (`--[[ … ]]` opening a line) and whole-line comments (`--#include` and `--#models` kept). */
 function stripComments(source: string): string {
   return source
     .replace(/^\s*--\[\[[\s\S]*?\]\]\s*$/gm, '')
-    .replace(/^\s*--(?!#include ).*$/gm, '')
+    .replace(/^\s*--(?!#include |#models$).*$/gm, '')
     .replace(/\n{2,}/g, '\n');
 }

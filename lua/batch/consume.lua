@@ -20,8 +20,9 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            [j-1+3l] limit, [j+3l] window ms, [j+1+3l] burst; the next starts at j+2+3L
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
-           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for a
-           sliding log or a spend that will be settled, its spend id
+           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for an
+           algorithm whose model has `ids` (sliding-log, concurrency: see lib/models.lua) or a
+           spend that will be settled, its spend id
 Return the batch's clock reading, then 5 + K values per decision (6 + K with a lockout), as
        lib/consume-frame.lua returns them after its clock reading; a decision whose deadline had passed answers -1 and zeros
        (and wrote nothing); one whose evaluation raised an error (e.g. a key of another type)
@@ -73,7 +74,7 @@ local function main()
     local model = models[ARGV[j]]
     if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
     local limitCount, rules = readRules(j + 1)
-    rules.model, rules.count, rules.ids = model, limitCount, ARGV[j] == 'sliding-log' or ARGV[j] == 'concurrency'
+    rules.model, rules.count, rules.ids = model, limitCount, model.ids
     sets[r] = rules
     j = j + 2 + 3 * limitCount
   end

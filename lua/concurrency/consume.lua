@@ -11,5 +11,5 @@ the slots free at once; `retryAfterMs` is when enough leases expire on their own
 
 KEYS, ARGV and the reply: see lib/consume-frame.lua (burst is not used; a spend id is required).
 ]]
---#include sliding-log/model.lua
+--#include concurrency/model.lua
 --#include lib/consume-frame.lua
