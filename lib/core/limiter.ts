@@ -1,18 +1,7 @@
-import { Attempt } from './attempt';
-import { isCallerError } from './caller-error.util';
-import { monotonicNow } from './clock.util';
+import type { Attempt } from './attempt';
 import { Deadlines } from './deadlines';
-import { decisionOf } from './decision-of.util';
-import {
-  type Decision,
-  type Receipt,
-  type StackedDecision,
-  type StoreFailure,
-  unchargedDecision,
-} from './decision';
-import { RateLimitedError, refusedError, StoreTimeoutError, StoreUnavailableError } from './errors';
-import { adjustEvent, type DecisionEvents, decisionEvent, refundEvent } from './events';
-import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
+import type { Decision, Receipt, StackedDecision } from './decision';
+import { checkActualCost, type Keys } from './keys.util';
 import { checkArgumentCount, checkOptions } from './options.util';
 import { type FailMode, type PolicyOptions, type ResolvedPolicy, resolvePolicy } from './policy';
 import {
@@ -23,9 +12,11 @@ import {
   NO_OPTIONS,
   type WaitForOptions,
 } from './limiter-options';
+import { beginAttempt, waitForTurn } from './limiter-attempts';
 import { LimiterReports } from './limiter-reports';
+import { PolicyDecider } from './policy-decider';
 import { checkReceipt } from './receipt-check.util';
-import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
+import { adjustReceipt, extendReceipt, refundReceipt } from './receipt-settlement';
 import {
   adjustAll,
   beginAll,
@@ -35,9 +26,9 @@ import {
   type StackMember,
   waitForAll,
 } from './stack';
-import { refundOf, type SpendRequest, type SpendResult, type Store } from './store';
+import type { SpendRequest, Store } from './store';
 import { asError } from './values.util';
-import { checkWaitOptions, timerSleep, type WaitOptions, waitTurn } from './wait';
+import type { WaitOptions } from './wait';
 
 export type { ConsumeOptions, LimiterOptions, WaitForOptions } from './limiter-options';
 
@@ -50,12 +41,6 @@ export interface StackPart {
   /** Units to charge on every key of this part (default 1), as in {@link Limiter.consume}. */
   readonly cost?: number;
 }
-
-/** Receipts already refunded (or being refunded) in this process: a receipt refunds once. */
-const settledReceipts = new WeakSet<Receipt>();
-
-/** Receipts already adjusted (or being adjusted) in this process: a receipt adjusts once. */
-const adjustedReceipts = new WeakSet<Receipt>();
 
 /**
  * Applies one policy to caller keys on a store. Every call is one atomic store operation over all
@@ -81,7 +66,6 @@ export class Limiter {
   readonly failMode: FailMode;
   /** Longest wait for the store per call, in ms. */
   readonly timeoutMs: number;
-  private readonly failureRetryAfterMs: number;
   /** Reports store failures, shadow refusals and failed settlements (options or warnings). */
   private readonly reports: LimiterReports;
   /**
@@ -96,10 +80,13 @@ export class Limiter {
    * @internal
    */
   readonly options: Omit<LimiterOptions, 'receiptSecret'>;
-  /** Signs and checks receipts (option `receiptSecret`), or undefined without a secret. */
-  private readonly receipts: ReceiptSigner | undefined;
-  /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
-  private fallback?: Store;
+  /**
+   * Decides this policy's calls on the store (fail modes, shadow mode, late replies); a stack
+   * decides its parts through it too.
+   *
+   * @internal
+   */
+  readonly decider: PolicyDecider;
 
   /**
    * @throws TypeError / RangeError naming what is wrong with the policy
@@ -121,12 +108,7 @@ export class Limiter {
     this.failMode = settings.failMode;
     this.timeoutMs = settings.timeoutMs;
     this.deadlines = new Deadlines(this.timeoutMs);
-    this.failureRetryAfterMs = settings.failureRetryAfterMs;
-    const { prefix } = store as { readonly prefix?: unknown };
-    this.receipts =
-      settings.receiptSecret === undefined
-        ? undefined
-        : receiptSigner(settings.receiptSecret, typeof prefix === 'string' ? prefix : '');
+    this.decider = new PolicyDecider(store, this.policy, settings, this.deadlines, this.reports);
   }
 
   /**
@@ -140,17 +122,17 @@ export class Limiter {
     let request: SpendRequest;
     try {
       if (options !== NO_OPTIONS) checkOptions(options, CONSUME_OPTIONS, 'consume() options');
-      request = this.request(keys, options);
+      request = this.decider.request(keys, options);
     } catch (error) {
       return Promise.reject(asError(error));
     }
-    return this.decide(request, true);
+    return this.decider.decide(request, true);
   }
 
   /** What {@link consume} with the same arguments would decide now; writes nothing. */
   async peek(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Decision> {
     checkOptions(options, CONSUME_OPTIONS, 'peek() options');
-    return this.decide(this.request(keys, options), false);
+    return this.decider.decide(this.decider.request(keys, options), false);
   }
 
   /**
@@ -167,22 +149,7 @@ export class Limiter {
       1,
       'refund() takes one argument (a Decision or its Receipt)',
     );
-    const receipt = this.receiptOf(target, 'refund');
-    if (!receipt.spent || settledReceipts.has(receipt)) return false;
-    // Marked before sending and never unmarked: a refund that failed or timed out may still have
-    // been applied, so trying it again could give back twice. A lost refund only keeps a cost.
-    settledReceipts.add(receipt);
-    const events = this.options.events;
-    const started = events?.active ? monotonicNow() : 0;
-    if (receipt.fallback) {
-      await this.fallback?.refund({ ...receipt });
-    } else {
-      await this.deadlines.race(this.store.refund({ ...receipt }));
-    }
-    if (events?.active) {
-      events.emit(refundEvent(receipt.policy, receipt.keys, monotonicNow() - started));
-    }
-    return true;
+    return refundReceipt(this.receiptOf(target, 'refund'), this.decider);
   }
 
   /**
@@ -208,30 +175,7 @@ export class Limiter {
     );
     const receipt = this.receiptOf(target, 'adjust');
     checkActualCost(actualCost, this.policy.limits);
-    if (receipt.algorithm === 'concurrency') {
-      throw new TypeError(
-        `adjust(): policy '${receipt.policy}' leases (concurrency): release or extend a lease, it has no cost to settle`,
-      );
-    }
-    const store = receipt.fallback ? this.fallback : this.store;
-    if (typeof store?.adjust !== 'function') {
-      throw new TypeError(
-        'adjust(): this store cannot adjust a spend (it has no adjust method); refund it instead',
-      );
-    }
-    if (!receipt.spent || settledReceipts.has(receipt) || adjustedReceipts.has(receipt)) {
-      return false;
-    }
-    // Marked before sending, as a refund is: an adjustment is applied at most once.
-    adjustedReceipts.add(receipt);
-    const events = this.options.events;
-    const started = events?.active ? monotonicNow() : 0;
-    const request = { ...receipt, actualCost };
-    await (receipt.fallback ? store.adjust(request) : this.deadlines.race(store.adjust(request)));
-    if (events?.active) {
-      events.emit(adjustEvent(receipt.policy, receipt.keys, monotonicNow() - started));
-    }
-    return true;
+    return adjustReceipt(receipt, actualCost, this.decider);
   }
 
   /**
@@ -268,19 +212,7 @@ export class Limiter {
       1,
       'extend() takes one argument (a Decision or its Receipt)',
     );
-    const receipt = this.receiptOf(target, 'extend');
-    if (receipt.algorithm !== 'concurrency') {
-      throw new TypeError(
-        `extend(): policy '${receipt.policy}' is '${receipt.algorithm}'; only concurrency leases are extended`,
-      );
-    }
-    const store = receipt.fallback ? this.fallback : this.store;
-    if (typeof store?.extend !== 'function') {
-      throw new TypeError('extend(): this store cannot extend a lease (it has no extend method)');
-    }
-    if (!receipt.spent || settledReceipts.has(receipt)) return false;
-    const extended = store.extend({ ...receipt });
-    return receipt.fallback ? extended : this.deadlines.race(extended);
+    return extendReceipt(this.receiptOf(target, 'extend'), this.decider);
   }
 
   /** The receipt of a refund or adjustment, checked: this policy's, as it was returned. */
@@ -288,7 +220,7 @@ export class Limiter {
     target: Decision | Receipt,
     operation: 'refund' | 'adjust' | 'extend',
   ): Receipt {
-    return checkReceipt(target, operation, this.policy, this.receipts);
+    return checkReceipt(target, operation, this.policy, this.decider.receipts);
   }
 
   /**
@@ -385,19 +317,7 @@ export class Limiter {
    * await fetch('https://api.partner.example/…');
    */
   async waitFor(keys: Keys, options: WaitForOptions): Promise<Decision> {
-    const wait = checkWaitOptions(options, 'waitFor', ['cost']);
-    // Bad keys or cost throw now, before any try.
-    normalizeKeys(keys);
-    normalizeCost(options.cost, this.policy.maxCost);
-    const consume = { cost: options.cost };
-    return waitTurn(
-      () => this.consume(keys, consume),
-      (decision) => decision.failure?.failMode === 'closed',
-      refusedError,
-      wait,
-      this.options.sleep ?? timerSleep,
-      () => this.policy.algorithm === 'concurrency', // a lease's expiry is only an upper bound
-    );
+    return waitForTurn(this, keys, options);
   }
 
   /**
@@ -408,25 +328,7 @@ export class Limiter {
    */
   async begin(keys: Keys, options: ConsumeOptions = NO_OPTIONS): Promise<Attempt> {
     checkOptions(options, CONSUME_OPTIONS, 'begin() options');
-    const request = this.request(keys, options);
-    // The spend will be settled by its receipt: the store registers it in its keys' refund ledgers
-    // (one more write on this path only), so its first refund or adjustment is never lost to the
-    // ledger's bound. A lease needs none (it is released whatever the ledger holds).
-    const decision = await this.decide(
-      this.policy.algorithm === 'concurrency' ? request : { ...request, settles: true },
-      true,
-    );
-    if (!decision.allowed) {
-      throw decision.failure?.failMode === 'closed'
-        ? new StoreUnavailableError(decision)
-        : new RateLimitedError(decision);
-    }
-    return new Attempt(
-      decision,
-      (spent) => this.refund(spent),
-      (spent, actualCost) => this.adjust(spent, actualCost),
-      (spent) => this.extend(spent),
-    );
+    return beginAttempt(this, keys, options);
   }
 
   /**
@@ -488,162 +390,7 @@ export class Limiter {
   /** Removes this policy's state for the keys (e.g. an admin unlocking one account). */
   async reset(keys: Keys): Promise<void> {
     checkArgumentCount(arguments.length, 1, 'reset() takes one argument (the keys)');
-    const request = {
-      policy: this.policy.name,
-      algorithm: this.policy.algorithm,
-      limits: this.policy.limits,
-      keys: normalizeKeys(keys),
-    };
-    await this.deadlines.race(this.store.reset(request));
-  }
-
-  private decide(request: SpendRequest, spend: boolean): Promise<Decision> {
-    const events = this.options.events;
-    if (!events?.active) return this.decideOnce(request, spend);
-    return this.decideTimed(request, spend, events);
-  }
-
-  private async decideTimed(
-    request: SpendRequest,
-    spend: boolean,
-    events: DecisionEvents,
-  ): Promise<Decision> {
-    const started = monotonicNow();
-    const decision = await this.decideOnce(request, spend);
-    events.emit(decisionEvent(spend ? 'consume' : 'peek', decision, monotonicNow() - started));
-    return decision;
-  }
-
-  /** A remembered refusal at once (no deadline, no store call), else {@link decideOnStore}. */
-  private decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
-    try {
-      const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
-      if (remembered === undefined) return this.decideOnStore(request, spend);
-      const decision = this.toDecision(request, remembered, spend);
-      return Promise.resolve(this.shadowRefuses(decision) ? this.shadowed(decision) : decision);
-    } catch (error) {
-      return Promise.reject(asError(error));
-    }
-  }
-
-  private async decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
-    const pending = spend ? this.store.consume(request) : this.store.peek(request);
-    let result: SpendResult;
-    try {
-      result = await this.deadlines.race(pending, (late) => {
-        // The caller was already answered without this spend: give it back.
-        if (spend && late.allowed) this.refundLate(request, late);
-      });
-    } catch (error) {
-      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
-      const failed = await this.failed(request, spend, error);
-      return this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
-    }
-    const decision = this.toDecision(request, result, spend);
-    return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
-  }
-
-  /**
-   * Gives back a spend whose reply came after the caller was answered without it.
-   *
-   * @internal
-   */
-  refundLate(request: SpendRequest, late: SpendResult): void {
-    this.store.refund(refundOf(request, late)).catch((error: unknown) =>
-      this.reports.storeFailure({
-        reason: 'error',
-        error: asError(error),
-        failMode: this.failMode,
-      }),
-    );
-  }
-
-  /**
-   * The decision when the store failed: the fail mode decides (the memory fallback, open or closed).
-   *
-   * @internal
-   */
-  async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
-    const failure: StoreFailure = Object.freeze({
-      reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
-      error: asError(error),
-      failMode: this.failMode,
-    });
-    this.reports.storeFailure(failure);
-    if (this.failMode === 'memory') {
-      const fallback = (this.fallback ??= this.store.fallback!());
-      const result = spend ? await fallback.consume(request) : await fallback.peek(request);
-      return this.toDecision(request, result, spend, failure);
-    }
-    const allowed = this.failMode === 'open';
-    return unchargedDecision(
-      { name: request.policy, algorithm: request.algorithm, limits: request.limits },
-      request.keys,
-      { allowed, remaining: 0, retryAfterMs: allowed ? 0 : this.failureRetryAfterMs, failure },
-    );
-  }
-
-  /**
-   * The store request of a call on this policy (keys and cost normalised).
-   *
-   * @internal
-   */
-  request(keys: Keys, options: ConsumeOptions): SpendRequest {
-    return {
-      policy: this.policy.name,
-      algorithm: this.policy.algorithm,
-      limits: this.policy.limits,
-      keys: normalizeKeys(keys),
-      cost: normalizeCost(options?.cost, this.policy.maxCost),
-      deadlineAt: monotonicNow() + this.timeoutMs,
-      block: this.policy.block, // undefined for most policies (a spread would cost more)
-    };
-  }
-
-  /**
-   * The decision (and its receipt, signed with `receiptSecret`) from a store answer.
-   *
-   * @internal
-   */
-  toDecision(
-    request: SpendRequest,
-    result: SpendResult,
-    spend: boolean,
-    failure?: StoreFailure,
-  ): Decision {
-    return decisionOf(request, result, spend, failure, this.policy.warnAt, this.receipts);
-  }
-
-  /**
-   * Whether this policy is in shadow mode and refused: on its own budget or lockout, or because the
-   * store failed and the fail mode refuses. Shadow refuses nothing, a failing store included.
-   *
-   * @internal
-   */
-  shadowRefuses(decision: Decision): boolean {
-    return (
-      this.policy.shadow === true &&
-      !decision.allowed &&
-      (decision.blockedBy !== undefined || decision.failure !== undefined)
-    );
-  }
-
-  /**
-   * A refusal of a policy in shadow mode, reported and let through: allowed (or, in a stack that
-   * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent. A store
-   * failure keeps its `failure` (reported to `onStoreFailure` as well).
-   *
-   * @internal
-   */
-  shadowed(decision: Decision, allowed = true): Decision {
-    const shadow = Object.freeze({
-      ...decision,
-      allowed,
-      retryAfterMs: 0,
-      shadowRefused: true as const,
-    });
-    this.reports.shadowRefusal(shadow);
-    return shadow;
+    return this.decider.reset(keys);
   }
 }
 

@@ -27,16 +27,22 @@ export interface StackMember {
   readonly deadlines: Deadlines;
   readonly policy: ResolvedPolicy;
   readonly options: { readonly events?: DecisionEvents; readonly sleep?: Sleep };
+  /** How the part's policy builds requests and decisions, fails and shadows. */
+  readonly decider: StackDecider;
+  refund(target: Decision): Promise<boolean>;
+  adjust(target: Decision, actualCost: number): Promise<boolean>;
+  release(target: Decision): Promise<boolean>;
+  extend(target: Decision): Promise<boolean>;
+}
+
+/** What a stack uses of a part's `PolicyDecider`. */
+export interface StackDecider {
   request(keys: Keys, options: { readonly cost?: number }): SpendRequest;
   toDecision(request: SpendRequest, result: SpendResult, spend: boolean): Decision;
   shadowRefuses(decision: Decision): boolean;
   shadowed(decision: Decision, allowed?: boolean): Decision;
   failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision>;
   refundLate(request: SpendRequest, late: SpendResult): void;
-  refund(target: Decision): Promise<boolean>;
-  adjust(target: Decision, actualCost: number): Promise<boolean>;
-  release(target: Decision): Promise<boolean>;
-  extend(target: Decision): Promise<boolean>;
 }
 
 /** Whether a part's `limiter` is one (`instanceof Limiter`, given by the caller). */
@@ -173,7 +179,7 @@ export async function decideAll(
           'a stack is one decision on one store',
       );
     }
-    const asked = part.limiter.request(part.keys, { cost: part.cost });
+    const asked = part.limiter.decider.request(part.keys, { cost: part.cost });
     // A spend to be settled by its receipts (beginAll) is registered in its keys' ledgers, as
     // begin() does; a lease needs none.
     const request =
@@ -212,15 +218,15 @@ export async function decideAll(
     return deadlines.race(pending, (late) => {
       // The caller was already answered without these spends: give them back.
       if (spend && late.allowed) {
-        late.results.forEach((r, n) => limiters[indices[n]!]!.refundLate(some[n]!, r));
+        late.results.forEach((r, n) => limiters[indices[n]!]!.decider.refundLate(some[n]!, r));
       }
     });
   };
   let decisions: Decision[];
   try {
     const result = await decideStack(stack.map((_, i) => i));
-    decisions = result.results.map((r, i) => limiters[i]!.toDecision(stack[i]!, r, spend));
-    const shadows = decisions.map((d, i) => limiters[i]!.shadowRefuses(d));
+    decisions = result.results.map((r, i) => limiters[i]!.decider.toDecision(stack[i]!, r, spend));
+    const shadows = decisions.map((d, i) => limiters[i]!.decider.shadowRefuses(d));
     if (
       shadows.some(Boolean) &&
       decisions.every((d, i) => shadows[i] || d.blockedBy === undefined)
@@ -231,20 +237,22 @@ export async function decideAll(
       const again = enforced.length > 0 ? await decideStack(enforced) : undefined;
       const allowedAgain = again?.allowed ?? true;
       decisions = decisions.map((d, i) => {
-        if (shadows[i]) return limiters[i]!.shadowed(d, allowedAgain);
+        if (shadows[i]) return limiters[i]!.decider.shadowed(d, allowedAgain);
         const r = again!.results[enforced.indexOf(i)]!;
-        return limiters[i]!.toDecision(stack[i]!, r, spend);
+        return limiters[i]!.decider.toDecision(stack[i]!, r, spend);
       });
     } else if (shadows.some(Boolean)) {
       // An enforced part refused: the shadow parts that refused too are refused with the stack.
-      decisions = decisions.map((d, i) => (shadows[i] ? limiters[i]!.shadowed(d, false) : d));
+      decisions = decisions.map((d, i) =>
+        shadows[i] ? limiters[i]!.decider.shadowed(d, false) : d,
+      );
     }
   } catch (error) {
     if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
     decisions = await Promise.all(
       limiters.map(async (l, i) => {
-        const failed = await l.failed(stack[i]!, spend, error);
-        return l.shadowRefuses(failed) ? l.shadowed(failed) : failed;
+        const failed = await l.decider.failed(stack[i]!, spend, error);
+        return l.decider.shadowRefuses(failed) ? l.decider.shadowed(failed) : failed;
       }),
     );
     if (!decisions.every((d) => d.allowed)) {

@@ -1,0 +1,213 @@
+import { isCallerError } from './caller-error.util';
+import { monotonicNow } from './clock.util';
+import type { Deadlines } from './deadlines';
+import { decisionOf } from './decision-of.util';
+import { type Decision, type Receipt, type StoreFailure, unchargedDecision } from './decision';
+import { StoreTimeoutError } from './errors';
+import { type DecisionEvents, decisionEvent } from './events';
+import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
+import type { ConsumeOptions, LimiterSettings } from './limiter-options';
+import type { LimiterReports } from './limiter-reports';
+import type { FailMode, ResolvedPolicy } from './policy';
+import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
+import type { SettlingLimiter } from './receipt-settlement';
+import { refundOf, type SpendRequest, type SpendResult, type Store } from './store';
+import { asError } from './values.util';
+
+/**
+ * How one policy's calls are decided on its store, for a `Limiter` and for the stacks it is part
+ * of: the store request of a call, the store call bounded by the deadline (a spend that answers
+ * late is refunded), the fail mode when the store fails (open, closed, or the memory fallback),
+ * shadow mode, and the decision events. Internal to the package.
+ */
+export class PolicyDecider implements SettlingLimiter {
+  /** Where `failMode: 'memory'` keeps counting while the store fails (created on first need). */
+  private fallbackStore?: Store;
+  /** Signs and checks receipts (option `receiptSecret`), or undefined without a secret. */
+  readonly receipts: ReceiptSigner | undefined;
+  private readonly failMode: FailMode;
+  private readonly timeoutMs: number;
+  private readonly failureRetryAfterMs: number;
+  /** The limiter's options, less `receiptSecret`: `events` is read on every call. */
+  private readonly options: { readonly events?: DecisionEvents };
+
+  constructor(
+    /** Where the policy's budget lives. */
+    readonly store: Store,
+    /** The validated policy. */
+    readonly policy: ResolvedPolicy,
+    /** The limiter's checked options (read here, not kept: they hold the receipt secret). */
+    settings: LimiterSettings,
+    /** Bounds every call by `timeoutMs`. */
+    readonly deadlines: Deadlines,
+    /** Where store failures and shadow refusals are reported. */
+    private readonly reports: LimiterReports,
+  ) {
+    this.failMode = settings.failMode;
+    this.timeoutMs = settings.timeoutMs;
+    this.failureRetryAfterMs = settings.failureRetryAfterMs;
+    this.options = settings.options;
+    const { prefix } = store as { readonly prefix?: unknown };
+    this.receipts =
+      settings.receiptSecret === undefined
+        ? undefined
+        : receiptSigner(settings.receiptSecret, typeof prefix === 'string' ? prefix : '');
+  }
+
+  /** The decision events (the limiter's option `events`), if any. */
+  get events(): DecisionEvents | undefined {
+    return this.options.events;
+  }
+
+  /** The store that spent a receipt: the memory fallback's (if it was ever created), or the store. */
+  storeOf(receipt: Receipt): Store | undefined {
+    return receipt.fallback ? this.fallbackStore : this.store;
+  }
+
+  /** One call on the store: a spend (`spend`) or a peek, reported to the decision events. */
+  decide(request: SpendRequest, spend: boolean): Promise<Decision> {
+    const events = this.options.events;
+    if (!events?.active) return this.decideOnce(request, spend);
+    return this.decideTimed(request, spend, events);
+  }
+
+  private async decideTimed(
+    request: SpendRequest,
+    spend: boolean,
+    events: DecisionEvents,
+  ): Promise<Decision> {
+    const started = monotonicNow();
+    const decision = await this.decideOnce(request, spend);
+    events.emit(decisionEvent(spend ? 'consume' : 'peek', decision, monotonicNow() - started));
+    return decision;
+  }
+
+  /** A remembered refusal at once (no deadline, no store call), else {@link decideOnStore}. */
+  private decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
+    try {
+      const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
+      if (remembered === undefined) return this.decideOnStore(request, spend);
+      const decision = this.toDecision(request, remembered, spend);
+      return Promise.resolve(this.shadowRefuses(decision) ? this.shadowed(decision) : decision);
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
+  }
+
+  private async decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
+    const pending = spend ? this.store.consume(request) : this.store.peek(request);
+    let result: SpendResult;
+    try {
+      result = await this.deadlines.race(pending, (late) => {
+        // The caller was already answered without this spend: give it back.
+        if (spend && late.allowed) this.refundLate(request, late);
+      });
+    } catch (error) {
+      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
+      const failed = await this.failed(request, spend, error);
+      return this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
+    }
+    const decision = this.toDecision(request, result, spend);
+    return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+  }
+
+  /** Gives back a spend whose reply came after the caller was answered without it. */
+  refundLate(request: SpendRequest, late: SpendResult): void {
+    this.store.refund(refundOf(request, late)).catch((error: unknown) =>
+      this.reports.storeFailure({
+        reason: 'error',
+        error: asError(error),
+        failMode: this.failMode,
+      }),
+    );
+  }
+
+  /** The decision when the store failed: the fail mode decides (the memory fallback, open or closed). */
+  async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
+    const failMode = this.failMode;
+    const failure: StoreFailure = Object.freeze({
+      reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
+      error: asError(error),
+      failMode,
+    });
+    this.reports.storeFailure(failure);
+    if (failMode === 'memory') {
+      const fallback = (this.fallbackStore ??= this.store.fallback!());
+      const result = spend ? await fallback.consume(request) : await fallback.peek(request);
+      return this.toDecision(request, result, spend, failure);
+    }
+    const allowed = failMode === 'open';
+    return unchargedDecision(
+      { name: request.policy, algorithm: request.algorithm, limits: request.limits },
+      request.keys,
+      {
+        allowed,
+        remaining: 0,
+        retryAfterMs: allowed ? 0 : this.failureRetryAfterMs,
+        failure,
+      },
+    );
+  }
+
+  /** Removes this policy's state for the keys (`Limiter.reset`). */
+  async reset(keys: Keys): Promise<void> {
+    const request = {
+      policy: this.policy.name,
+      algorithm: this.policy.algorithm,
+      limits: this.policy.limits,
+      keys: normalizeKeys(keys),
+    };
+    await this.deadlines.race(this.store.reset(request));
+  }
+
+  /** The store request of a call on this policy (keys and cost normalised). */
+  request(keys: Keys, options: ConsumeOptions): SpendRequest {
+    return {
+      policy: this.policy.name,
+      algorithm: this.policy.algorithm,
+      limits: this.policy.limits,
+      keys: normalizeKeys(keys),
+      cost: normalizeCost(options?.cost, this.policy.maxCost),
+      deadlineAt: monotonicNow() + this.timeoutMs,
+      block: this.policy.block, // undefined for most policies (a spread would cost more)
+    };
+  }
+
+  /** The decision (and its receipt, signed with `receiptSecret`) from a store answer. */
+  toDecision(
+    request: SpendRequest,
+    result: SpendResult,
+    spend: boolean,
+    failure?: StoreFailure,
+  ): Decision {
+    return decisionOf(request, result, spend, failure, this.policy.warnAt, this.receipts);
+  }
+
+  /**
+   * Whether this policy is in shadow mode and refused: on its own budget or lockout, or because the
+   * store failed and the fail mode refuses. Shadow refuses nothing, a failing store included.
+   */
+  shadowRefuses(decision: Decision): boolean {
+    return (
+      this.policy.shadow === true &&
+      !decision.allowed &&
+      (decision.blockedBy !== undefined || decision.failure !== undefined)
+    );
+  }
+
+  /**
+   * A refusal of a policy in shadow mode, reported and let through: allowed (or, in a stack that
+   * another part refused, refused with it), `shadowRefused`, no wait. Nothing was spent. A store
+   * failure keeps its `failure` (reported to `onStoreFailure` as well).
+   */
+  shadowed(decision: Decision, allowed = true): Decision {
+    const shadow = Object.freeze({
+      ...decision,
+      allowed,
+      retryAfterMs: 0,
+      shadowRefused: true as const,
+    });
+    this.reports.shadowRefusal(shadow);
+    return shadow;
+  }
+}
