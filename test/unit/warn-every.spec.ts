@@ -1,4 +1,4 @@
-import { warnEvery } from '../../lib/core/warn-every.util';
+import { WARNING_INTERVAL_MS, warnEvery } from '../../lib/core/warn-every.util';
 
 describe('warnEvery', () => {
   it('warns once, then not again until the interval is over, counting the calls between', () => {
@@ -31,5 +31,22 @@ describe('warnEvery', () => {
     now += 5_000;
     warn(message);
     expect(message).toHaveBeenCalledTimes(1);
+  });
+
+  it('warns at most once every 10 s by default (every repeated warning of redlimit uses it)', () => {
+    expect(WARNING_INTERVAL_MS).toBe(10_000);
+    let now = 0;
+    const given: number[] = [];
+    const warn = warnEvery(
+      () => given.push(now),
+      undefined,
+      () => now,
+    );
+    warn(() => 'm');
+    now = 9_999;
+    warn(() => 'm');
+    now = 10_000;
+    warn(() => 'm');
+    expect(given).toEqual([0, 10_000]);
   });
 });

@@ -4,6 +4,7 @@ import type { Algorithm } from '../../core/policy';
 import { LimiterRegistry } from '../registry/limiter.registry';
 import { RedlimitConnection } from '../module/redlimit-connection.service';
 import { REDLIMIT_LOGGER_CONTEXT } from '../module/redlimit.constants';
+import { warnEvery } from '../../core/warn-every.util';
 
 /** Options of {@link RedlimitHealthIndicator.isHealthy}. */
 export interface RedlimitHealthOptions {
@@ -45,8 +46,6 @@ export type RedlimitHealthResult<Key extends string = 'redlimit'> = Record<
 const PROBE_KEY = 'redlimit:health';
 const PROBE_POLICY = 'redlimit-health';
 const DEFAULT_TIMEOUT_MS = 1000;
-/** The detail of a failed check is logged at most once in this interval. */
-const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 /**
  * Health of the module's rate-limit store, for `@nestjs/terminus` (or any health endpoint):
@@ -79,7 +78,8 @@ const FAILURE_LOG_INTERVAL_MS = 10_000;
 @Injectable()
 export class RedlimitHealthIndicator {
   private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
-  private lastLoggedAt = -Infinity;
+  /** The detail of a failed check is logged at most once every 10 s. */
+  private readonly warnDown = warnEvery((message) => this.logger.warn(message));
 
   constructor(
     private readonly connection: RedlimitConnection,
@@ -161,11 +161,7 @@ export class RedlimitHealthIndicator {
     );
     const first = failures.find((failure) => failure !== undefined);
     if (first === undefined) return undefined;
-    const now = performance.now();
-    if (now - this.lastLoggedAt >= FAILURE_LOG_INTERVAL_MS) {
-      this.lastLoggedAt = now;
-      this.logger.warn(`RedlimitHealthIndicator: down, ${first[0].split(':')[0]}: ${first[1]}`);
-    }
+    this.warnDown(() => `RedlimitHealthIndicator: down, ${first[0].split(':')[0]}: ${first[1]}`);
     return first[0];
   }
 }

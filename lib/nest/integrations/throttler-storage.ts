@@ -7,6 +7,7 @@ import type { Store } from '../../core/store';
 import type { RedisStoreClient } from '../../stores/clients/redis-client.shape';
 import { RedisStore } from '../../stores/redis.store';
 import { REDLIMIT_LOGGER_CONTEXT } from '../module/redlimit.constants';
+import { warnEvery } from '../../core/warn-every.util';
 
 /**
  * What @nestjs/throttler's `ThrottlerGuard` reads back from its storage for one hit (the shape of
@@ -59,9 +60,6 @@ const OPTIONS: ReadonlySet<string> = new Set([
   'timeoutMs',
   'onStoreFailure',
 ]);
-
-/** The default `onStoreFailure` logs at most once in this interval. */
-const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 /**
  * A storage for @nestjs/throttler (`ThrottlerModule.forRoot({ throttlers, storage })`) on
@@ -251,17 +249,13 @@ function checkArguments(ttl: unknown, limit: unknown, blockDuration: unknown): v
 /** A warning per failure would flood the log (every hit fails alike): one every 10 s at most. */
 function logStoreFailure(): (failure: StoreFailure) => void {
   const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
-  let lastAt = -Infinity;
-  return (failure) => {
-    const now = performance.now();
-    if (now - lastAt < FAILURE_LOG_INTERVAL_MS) return;
-    lastAt = now;
-    const outcome =
-      failure.failMode === 'open'
-        ? 'failing open: hits are let through without limits'
-        : 'failing closed: hits are refused as over the limit (429)';
-    logger.warn(
-      `RedlimitThrottlerStorage: store ${failure.reason}, ${outcome} (${failure.error.message})`,
-    );
-  };
+  const warn = warnEvery((message) => logger.warn(message));
+  return (failure) =>
+    warn(() => {
+      const outcome =
+        failure.failMode === 'open'
+          ? 'failing open: hits are let through without limits'
+          : 'failing closed: hits are refused as over the limit (429)';
+      return `RedlimitThrottlerStorage: store ${failure.reason}, ${outcome} (${failure.error.message})`;
+    });
 }

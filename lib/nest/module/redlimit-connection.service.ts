@@ -5,6 +5,7 @@ import type { RedisStoreClient } from '../../stores/clients/redis-client.shape';
 import { RedisStore, type RedisClient } from '../../stores/redis.store';
 import type { Store } from '../../stores/store.interface';
 import { describeRedis } from '../../config/describe-redis.util';
+import { warnEvery } from '../../core/warn-every.util';
 import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 import { closeRedisClient, createRedisClient } from '../../config/redis-client.factory';
 import type { RedlimitModuleOptions } from '../../config/redlimit-options.interface';
@@ -12,9 +13,6 @@ import type { RedlimitModuleOptions } from '../../config/redlimit-options.interf
 /** The key prefix of a RedisStore without one (the module's documented default). */
 /** The module's key prefix when `prefix` is not set. */
 export const DEFAULT_PREFIX = 'rl:';
-
-/** Connection errors are logged at most this often (ioredis reports every reconnection). */
-const ERROR_LOG_INTERVAL_MS = 10_000;
 
 /** Every option of {@link RedlimitModuleOptions}, and the module extras `forRoot` passes along. */
 const MODULE_OPTIONS: ReadonlySet<string> = new Set([
@@ -191,13 +189,11 @@ function unboundedQueueRisk(client: RedisStoreClient): string | undefined {
 }
 
 function logConnectionErrors(client: RedisClient, logger: Logger): void {
-  let lastLoggedAt = -Infinity;
+  // Logged at most once every 10 s: ioredis reports every reconnection.
+  const warn = warnEvery((message) => logger.warn(message));
   client.on('error', (error: Error) => {
-    const now = performance.now();
-    if (now - lastLoggedAt < ERROR_LOG_INTERVAL_MS) return;
-    lastLoggedAt = now;
-    logger.warn(
-      `Redis connection error (decisions follow each policy's fail mode): ${error.message}`,
+    warn(
+      () => `Redis connection error (decisions follow each policy's fail mode): ${error.message}`,
     );
   });
 }

@@ -15,9 +15,10 @@ import { RedlimitConnection } from '../module/redlimit-connection.service';
 import type { PolicyRef, PolicyResolverService } from '../throttle/redlimit.metadata';
 import { RedlimitEvents } from '../module/redlimit-events.service';
 import type { RedlimitModuleOptions } from '../../config/redlimit-options.interface';
+import { warnEvery } from '../../core/warn-every.util';
 
-/** Store failures are logged at most once per policy in this interval. */
-const FAILURE_LOG_INTERVAL_MS = 10_000;
+/** A warning given at most once every 10 s ({@link warnEvery}). */
+type Warning = ReturnType<typeof warnEvery>;
 
 /**
  * Every named policy of the module, as a ready {@link Limiter} on the module's store. Inject it to
@@ -36,9 +37,10 @@ export class LimiterRegistry {
   /** Inline decorator policies by identity: validated once, not on every request. */
   private readonly inline = new WeakMap<PolicyOptions, Limiter>();
   private readonly logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
-  private readonly lastFailureLogAt = new Map<string, number>();
-  /** Per policy in shadow mode: when its last line was logged, and refusals let through since. */
-  private readonly shadowReports = new Map<string, { at: number; count: number }>();
+  /** Per policy: its store failures, logged at most once every 10 s. */
+  private readonly failureWarnings = new Map<string, Warning>();
+  /** Per policy in shadow mode: the refusals it let through, logged at most once every 10 s. */
+  private readonly shadowWarnings = new Map<string, Warning>();
   /** The module's `shadow`: every policy that does not set its own is in shadow mode. */
   private readonly shadow: boolean;
   private readonly limiterOptions: LimiterOptions;
@@ -194,9 +196,10 @@ export class LimiterRegistry {
   }
 
   private logFailure(failure: StoreFailure, policy: string): void {
-    const now = performance.now();
-    if (now - (this.lastFailureLogAt.get(policy) ?? -Infinity) < FAILURE_LOG_INTERVAL_MS) return;
-    this.lastFailureLogAt.set(policy, now);
+    this.warningOf(this.failureWarnings, policy)(() => this.failureMessage(failure, policy));
+  }
+
+  private failureMessage(failure: StoreFailure, policy: string): string {
     const shadow = this.limiters.get(policy)?.policy.shadow ?? this.shadow;
     const outcome =
       shadow && failure.failMode === 'closed'
@@ -206,24 +209,28 @@ export class LimiterRegistry {
             closed: 'failing closed: requests are refused with 503',
             memory: "limiting in this process's memory until it answers (per-process limits)",
           }[failure.failMode];
-    this.logger.warn(
-      `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`,
-    );
+    return `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`;
   }
 
   /** A policy in shadow mode let a refusal through: one log line per policy every 10 s at most. */
   private logShadowRefusal(decision: Decision): void {
-    const now = performance.now();
-    const last = this.shadowReports.get(decision.policy);
-    if (last === undefined || now - last.at >= 10_000) {
-      const count = (last?.count ?? 0) + 1;
-      this.shadowReports.set(decision.policy, { at: now, count: 0 });
-      this.logger.warn(
+    this.warningOf(
+      this.shadowWarnings,
+      decision.policy,
+    )(
+      (count) =>
         `Policy '${decision.policy}' is in shadow mode: let through ${count} refusal${count === 1 ? '' : 's'} since its last report`,
-      );
-    } else {
-      last.count += 1;
+    );
+  }
+
+  /** The policy's warning in `warnings`, made on its first use. */
+  private warningOf(warnings: Map<string, Warning>, policy: string): Warning {
+    let warn = warnings.get(policy);
+    if (warn === undefined) {
+      warn = warnEvery((message) => this.logger.warn(message));
+      warnings.set(policy, warn);
     }
+    return warn;
   }
 
   private logSettleError(error: unknown, decision: Decision): void {
