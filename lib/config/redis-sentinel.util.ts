@@ -1,4 +1,5 @@
 import type { CommonRedisOptions, SentinelConnectionOptions } from 'ioredis';
+import { checkKnownNames } from '../core/options.util';
 
 /** Where a Redis server (a Sentinel, a Cluster node) listens. */
 export interface RedisHostPort {
@@ -119,18 +120,16 @@ export function validateSentinelOptions(redis: Readonly<Record<string, unknown>>
     }
     return;
   }
-  for (const field of Object.keys(redis)) {
-    if (redis[field] === undefined) continue;
-    if (SERVER_ADDRESS_FIELDS.has(field)) {
-      fail(
-        `redis.${field}`,
-        'cannot be combined with redis.sentinels: the sentinels say where the master is',
-      );
-    }
-    if (!Object.prototype.hasOwnProperty.call(SENTINEL_FIELDS, field)) {
-      fail(`redis.${field}`, 'is not an option of a Sentinel connection (an ioredis option)');
-    }
-  }
+  // The first field set that is not an option of a Sentinel connection (a server address is not).
+  checkKnownNames(
+    Object.fromEntries(Object.entries(redis).filter(([, value]) => value !== undefined)),
+    Object.keys(SENTINEL_FIELDS),
+    (field) =>
+      `RedlimitModule redis.${field} ` +
+      (SERVER_ADDRESS_FIELDS.has(field)
+        ? 'cannot be combined with redis.sentinels: the sentinels say where the master is'
+        : 'is not an option of a Sentinel connection (an ioredis option)'),
+  );
   const { sentinels, name, role } = redis;
   if (!Array.isArray(sentinels) || sentinels.length === 0) {
     fail('redis.sentinels', `must be a non-empty array of { host, port }; got ${show(sentinels)}`);
@@ -189,10 +188,11 @@ function checkAddress(entry: unknown, field: string): void {
     fail(field, `must be { host, port }; got ${show(entry)}`);
   }
   const address = entry as Record<string, unknown>;
-  for (const key of Object.keys(address)) {
-    if (key !== 'host' && key !== 'port')
-      fail(`${field}.${key}`, 'is not a field of { host, port }');
-  }
+  checkKnownNames(
+    address,
+    ['host', 'port'],
+    (key) => `RedlimitModule ${field}.${key} is not a field of { host, port }`,
+  );
   if (typeof address.host !== 'string' || address.host.trim() === '') {
     fail(`${field}.host`, `must be a non-empty string; got ${show(address.host)}`);
   }

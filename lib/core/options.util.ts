@@ -41,12 +41,41 @@ export function checkKnownNames(
   known: readonly string[] | ReadonlySet<string>,
   message: (name: string, known: string) => string,
 ): void {
+  const [name] = unknownNames(value, known);
+  if (name !== undefined) throw new TypeError(message(name, [...known].join(', ')));
+}
+
+/**
+ * {@link checkKnownNames} naming every unknown option at once, as the Nest layer's options are
+ * checked: `<where> has unknown option 'a', 'b'; <expected>`.
+ *
+ * @param where how the message names the options: `@Attempt()`, `RedlimitModule metrics`
+ * @param expected what the message says is expected: `expected policy, cost`
+ * @throws TypeError naming every unknown option
+ * @example
+ * checkUnknownOptions({ polcy: 'x' }, ['policy'], '@Attempt()', 'expected policy');
+ * // TypeError: @Attempt() has unknown option 'polcy'; expected policy
+ */
+export function checkUnknownOptions(
+  value: object,
+  known: readonly string[] | ReadonlySet<string>,
+  where: string,
+  expected: string,
+): void {
+  const unknown = unknownNames(value, known);
+  if (unknown.length > 0) {
+    throw new TypeError(
+      `${where} has unknown option ${unknown.map((name) => `'${name}'`).join(', ')}; ${expected}`,
+    );
+  }
+}
+
+/** The own keys of `value` that are not in `known`, in key order. */
+function unknownNames(value: object, known: readonly string[] | ReadonlySet<string>): string[] {
   const has = isSet(known)
     ? (name: string) => known.has(name)
     : (name: string) => known.includes(name);
-  for (const name of Object.keys(value)) {
-    if (!has(name)) throw new TypeError(message(name, [...known].join(', ')));
-  }
+  return Object.keys(value).filter((name) => !has(name));
 }
 
 function isSet(known: readonly string[] | ReadonlySet<string>): known is ReadonlySet<string> {

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { BlockList } from 'node:net';
+import { checkUnknownOptions } from '../core/options.util';
 import { canonicalIp } from './ip-address.util';
 import { inIpRangeList, ipRangeList } from './ip-range.util';
 import type { AccessListOptions } from './http-options.types';
@@ -54,13 +55,7 @@ export function compileAccessList(value: unknown, option: string): AccessList | 
       `${where} must be an object { ips?, apiKeys?, userAgents? }; got ${describe(value)}`,
     );
   }
-  const unknown = Object.keys(value).filter((key) => !FIELDS.has(key));
-  if (unknown.length > 0) {
-    throw new TypeError(
-      `${where} has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected ips, apiKeys, userAgents',
-    );
-  }
+  checkUnknownOptions(value, FIELDS, where, 'expected ips, apiKeys, userAgents');
   const { ips, apiKeys, userAgents } = value as AccessListOptions;
   const ipList =
     ips === undefined ? undefined : ipRangeList(arrayOf(ips, `${where}.ips`), `${where}.ips`);

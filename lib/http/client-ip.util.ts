@@ -8,6 +8,7 @@ import {
   singleAddress,
   UNIX_SOCKET_PEER,
 } from './client-ip-header.util';
+import { checkUnknownOptions } from '../core/options.util';
 import { canonicalIp, groupIp } from './ip-address.util';
 import { inIpRangeList, ipRangeList } from './ip-range.util';
 import type { ClientIpHeader, ClientIpOptions } from './http-options.types';
@@ -88,13 +89,12 @@ export function createClientIpResolver(options: ClientIpOptions = {}): ClientIpR
       'clientIp must be an object: { trustedProxies?, trustedHops?, ipv6Subnet?, header? }',
     );
   }
-  const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
-  if (unknown.length > 0) {
-    throw new TypeError(
-      `clientIp has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected trustedProxies, trustedHops, ipv6Subnet, header',
-    );
-  }
+  checkUnknownOptions(
+    options,
+    OPTION_KEYS,
+    'clientIp',
+    'expected trustedProxies, trustedHops, ipv6Subnet, header',
+  );
   const subnet = options.ipv6Subnet ?? 64;
   if (!Number.isInteger(subnet) || subnet < 1 || subnet > 128) {
     throw new RangeError(`clientIp.ipv6Subnet must be a whole number from 1 to 128; got ${subnet}`);

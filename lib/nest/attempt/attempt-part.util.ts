@@ -1,4 +1,5 @@
 import type { AttemptPart, AttemptPartFn, AttemptPartSpec } from '../throttle/redlimit.metadata';
+import { checkUnknownOptions } from '../../core/options.util';
 
 /**
  * Where a field part is read: the HTTP `body`, `query`, route `params` or `headers` (also the
@@ -130,13 +131,12 @@ export function resolveAttemptPart(part: AttemptPart, index: number): ResolvedAt
     );
   }
   const spec: AttemptPartSpec = part;
-  const unknown = Object.keys(spec).filter((key) => !SPEC_KEYS.has(key));
-  if (unknown.length > 0) {
-    throw new TypeError(
-      `${where} has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected field or value, and optionally name, normalize',
-    );
-  }
+  checkUnknownOptions(
+    spec,
+    SPEC_KEYS,
+    where,
+    'expected field or value, and optionally name, normalize',
+  );
   if (spec.normalize !== undefined && typeof spec.normalize !== 'boolean') {
     throw new TypeError(
       `${where} normalize must be true or false; got ${describe(spec.normalize)}`,

@@ -1,6 +1,7 @@
 import { createParamDecorator, type ExecutionContext, UseInterceptors } from '@nestjs/common';
 import { AttemptDispatchInterceptor } from './attempt-dispatch.interceptor';
 import type { Attempt as CoreAttempt } from '../../core/attempt';
+import { checkUnknownOptions } from '../../core/options.util';
 import { loginPartOf, REQUESTER_PARTS, resolveAttemptPart } from './attempt-part.util';
 import { scopedAttempt } from './attempt-scope.util';
 import { checkCostOption } from '../throttle/request-cost.util';
@@ -89,13 +90,12 @@ export function Attempt(
       '@Attempt() options must be an object: { policy?, cost?, refundOn?, headers?, devices? }',
     );
   }
-  const unknown = Object.keys(options).filter((key) => !OPTION_KEYS.has(key));
-  if (unknown.length > 0) {
-    throw new TypeError(
-      `@Attempt() has unknown option ${unknown.map((key) => `'${key}'`).join(', ')}; ` +
-        'expected policy, cost, refundOn, headers, devices',
-    );
-  }
+  checkUnknownOptions(
+    options,
+    OPTION_KEYS,
+    '@Attempt()',
+    'expected policy, cost, refundOn, headers, devices',
+  );
   checkCostOption(options.cost, '@Attempt()');
   if (
     options.headers !== undefined &&

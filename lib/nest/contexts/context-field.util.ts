@@ -1,5 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import { type FieldRef, type FieldSource, parseFieldRef } from '../attempt/attempt-part.util';
+import { checkKnownNames } from '../../core/options.util';
 import { contextRequest, redlimitContextType } from './execution-context.util';
 import type { HttpRequestLike } from '../../http/http-request.util';
 import { IdentityInputError } from '../../http/identity-input.error';
@@ -80,11 +81,11 @@ export function contextField(
   if (options === null || typeof options !== 'object') {
     throw new TypeError('contextField() options must be an object { raw? }');
   }
-  for (const option of Object.keys(options)) {
-    if (!CONTEXT_FIELD_OPTIONS.has(option)) {
-      throw new TypeError(`contextField() options.${option} is not an option (known: raw)`);
-    }
-  }
+  checkKnownNames(
+    options,
+    CONTEXT_FIELD_OPTIONS,
+    (option, known) => `contextField() options.${option} is not an option (known: ${known})`,
+  );
   const { raw = false } = options;
   if (typeof raw !== 'boolean') {
     throw new TypeError(`contextField() options.raw must be true or false; got ${String(raw)}`);

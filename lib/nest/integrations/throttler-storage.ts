@@ -8,6 +8,7 @@ import type { RedisStoreClient } from '../../stores/clients/redis-client.shape';
 import { RedisStore } from '../../stores/redis.store';
 import { REDLIMIT_LOGGER_CONTEXT } from '../module/redlimit.constants';
 import { warnEvery } from '../../core/warn-every.util';
+import { checkKnownNames } from '../../core/options.util';
 
 /**
  * What @nestjs/throttler's `ThrottlerGuard` reads back from its storage for one hit (the shape of
@@ -97,13 +98,12 @@ export class RedlimitThrottlerStorage {
     if (options === null || typeof options !== 'object') {
       throw new TypeError('RedlimitThrottlerStorage needs options { client } or { store }');
     }
-    for (const name of Object.keys(options)) {
-      if (!OPTIONS.has(name)) {
-        throw new TypeError(
-          `RedlimitThrottlerStorage options.${name} is not an option (known: ${[...OPTIONS].join(', ')})`,
-        );
-      }
-    }
+    checkKnownNames(
+      options,
+      OPTIONS,
+      (name, known) =>
+        `RedlimitThrottlerStorage options.${name} is not an option (known: ${known})`,
+    );
     if ('store' in options && options.store !== undefined) {
       if ('client' in options) {
         throw new TypeError('RedlimitThrottlerStorage takes either client or store, not both');

@@ -6,6 +6,7 @@ import { RedisStore, type RedisClient } from '../../stores/redis.store';
 import type { Store } from '../../stores/store.interface';
 import { describeRedis } from '../../config/describe-redis.util';
 import { warnEvery } from '../../core/warn-every.util';
+import { checkUnknownOptions } from '../../core/options.util';
 import { REDLIMIT_LOGGER_CONTEXT } from './redlimit.constants';
 import { closeRedisClient, createRedisClient } from '../../config/redis-client.factory';
 import type { RedlimitModuleOptions } from '../../config/redlimit-options.interface';
@@ -93,14 +94,13 @@ export class RedlimitConnection implements OnApplicationShutdown {
    * @internal
    */
   static async open(options: RedlimitModuleOptions): Promise<RedlimitConnection> {
-    const unknown = Object.keys(options ?? {}).filter((name) => !MODULE_OPTIONS.has(name));
-    if (unknown.length > 0) {
-      // A typo (`polices`, `timeout`) would otherwise be ignored in silence.
-      throw new TypeError(
-        `RedlimitModule has unknown option ${unknown.map((name) => `'${name}'`).join(', ')}; ` +
-          `known: ${[...MODULE_OPTIONS].join(', ')}`,
-      );
-    }
+    // A typo (`polices`, `timeout`) would otherwise be ignored in silence.
+    checkUnknownOptions(
+      options ?? {},
+      MODULE_OPTIONS,
+      'RedlimitModule',
+      `known: ${[...MODULE_OPTIONS].join(', ')}`,
+    );
     const secret: unknown = options.keySecret;
     if (secret !== undefined && (typeof secret !== 'string' || secret.length < 16)) {
       // A short secret is guessed as easily as no secret; the value itself is never shown.

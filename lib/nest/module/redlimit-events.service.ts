@@ -2,6 +2,7 @@ import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { DecisionEvents } from '../../core/events';
 import { openTelemetryMetrics } from '../../metrics/opentelemetry.metrics';
 import { prometheusMetrics } from '../../metrics/prometheus.metrics';
+import { checkUnknownOptions } from '../../core/options.util';
 import { REDLIMIT_OPTIONS } from './redlimit.constants';
 import type {
   RedlimitMetricsOptions,
@@ -63,13 +64,12 @@ function metricsTargets(metrics: RedlimitModuleOptions['metrics']): Targets {
         `{ prometheus?, opentelemetry? }; got ${JSON.stringify(metrics)}`,
     );
   }
-  const unknown = Object.keys(metrics).filter((k) => k !== 'prometheus' && k !== 'opentelemetry');
-  if (unknown.length > 0) {
-    throw new TypeError(
-      `RedlimitModule metrics has unknown option ${unknown.map((k) => `'${k}'`).join(', ')}; ` +
-        "expected 'prometheus' and/or 'opentelemetry'",
-    );
-  }
+  checkUnknownOptions(
+    metrics,
+    ['prometheus', 'opentelemetry'],
+    'RedlimitModule metrics',
+    "expected 'prometheus' and/or 'opentelemetry'",
+  );
   const pick = <T extends object>(value: boolean | T | undefined, name: string): T | undefined => {
     if (value === undefined || value === false) return undefined;
     if (value === true) return {} as T;
