@@ -225,8 +225,8 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
       expect(members.length).toBeLessThanOrEqual(128);
       expect(await backend.client!.call('OBJECT', 'ENCODING', ledger)).toBe('listpack');
     } else {
-      // MemoryStore keeps the same members (white box: its entry for the key's ledger).
-      const entries = Reflect.get(store, 'entries') as Map<
+      // MemoryStore keeps the same members (white box: its table's entry for the key's ledger).
+      const entries = Reflect.get(Reflect.get(store, 'table') as object, 'entries') as Map<
         string,
         { value: { members: Map<string, number> } }
       >;
@@ -298,7 +298,7 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
         const members = await backend.client!.zrange(ledgerKey(store.prefix, 'k', 'stale'), 0, -1);
         return members.filter((m) => m.startsWith('+'));
       }
-      const entries = Reflect.get(store, 'entries') as Map<
+      const entries = Reflect.get(Reflect.get(store, 'table') as object, 'entries') as Map<
         string,
         { value: { members: Map<string, number> } }
       >;
