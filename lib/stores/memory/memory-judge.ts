@@ -1,6 +1,6 @@
 import { blockKey, storageKey } from '../storage-key.util';
 import type { SpendRequest } from '../store.interface';
-import type { MemoryAlgorithm, PairEvaluation } from './memory-algorithm';
+import type { PairEvaluation } from './memory-algorithm';
 import type { MemoryTable } from './memory-table';
 import { MEMORY_MODELS } from './memory-models';
 
