@@ -15,26 +15,10 @@ import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import {
-  costArg,
-  expiryOffset,
-  limitArgs,
-  replyLength,
-  resetMarks,
-  toResult,
-} from './script-reply.util';
-import {
-  earliest,
-  type GroupResult,
-  mergeStack,
-  narrow,
-  part,
-  settled,
-  type SlotRequest,
-  type StackGroup,
-  stackGroups,
-} from './slot-groups.util';
+import { costArg, expiryOffset, limitArgs, replyLength, toResult } from './script-reply.util';
+import { earliest, part } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
+import { StackRuns } from './redis-stack';
 import { epochKey, storageKeysWithLedgers } from './storage-key.util';
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
@@ -148,6 +132,8 @@ export class RedisStore implements Store {
   private readonly refusals?: RefusalCache;
   /** Cluster: issue order per slot (see {@link SlotTurns}). */
   private readonly slotTurns = new SlotTurns();
+  /** Stacks, and spends over several Cluster slots. */
+  private readonly stacks: StackRuns;
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
@@ -177,6 +163,22 @@ export class RedisStore implements Store {
     if (refusalCache !== undefined && refusalCache !== false) {
       this.refusals = new RefusalCache(refusalCache, this.clock ?? monotonicNow);
     }
+    this.stacks = new StackRuns({
+      prefix,
+      cluster: this.cluster,
+      customClock: this.clock !== undefined,
+      expiryOffsetMs: this.expiryOffsetMs,
+      slotTurns: this.slotTurns,
+      run: (id, keys, args) => this.run(id, keys, args),
+      now: () => this.now(),
+      knownDeadline: (deadlineAt) => this.knownDeadline(deadlineAt),
+      lateReply: (deadlineAt, receivedAt, retried) =>
+        this.lateReply(deadlineAt, receivedAt, retried),
+      observe: (sentAt, receivedAt, redisNow) =>
+        this.redisClock.observe(sentAt, receivedAt, redisNow),
+      refundPart: (request, at, spendId, marks, record) =>
+        this.refundPart(request, at, spendId, marks, record),
+    });
   }
 
   consume(request: SpendRequest): Promise<SpendResult> {
@@ -206,13 +208,15 @@ export class RedisStore implements Store {
     }
     return this.gate.inOrder(request.deadlineAt, async () => {
       if (!this.cluster) return this.enqueue(request, true, nextSpendId());
-      const groups = this.slotGroups(request);
+      const groups = this.stacks.slotGroups(request);
       if (groups.length === 1) {
         const [[slot]] = groups as [[number, unknown]];
-        return this.whenSlotsFree(groups, () => this.enqueue(request, true, nextSpendId(), slot));
+        return this.stacks.whenSlotsFree(groups, () =>
+          this.enqueue(request, true, nextSpendId(), slot),
+        );
       }
       // Keys in several Cluster slots: slot groups with compensation, as for a stack of one.
-      return (await this.spendStack([request])).results[0]!;
+      return (await this.stacks.spend([request])).results[0]!;
     });
   }
 
@@ -220,25 +224,27 @@ export class RedisStore implements Store {
     if (!this.cluster && !this.gate.holding) return this.enqueue(request, false);
     return this.gate.inOrder(undefined, async () => {
       if (!this.cluster) return this.enqueue(request, false);
-      const groups = this.slotGroups(request);
+      const groups = this.stacks.slotGroups(request);
       if (groups.length === 1) {
         const [[slot]] = groups as [[number, unknown]];
-        return this.whenSlotsFree(groups, () => this.enqueue(request, false, undefined, slot));
+        return this.stacks.whenSlotsFree(groups, () =>
+          this.enqueue(request, false, undefined, slot),
+        );
       }
-      return (await this.peekAll([request])).results[0]!;
+      return (await this.stacks.peek([request])).results[0]!;
     });
   }
 
   consumeStack(requests: readonly SpendRequest[]): Promise<StackResult> {
     const { refusals } = this;
     if (refusals === undefined) {
-      return this.gate.inOrder(earliest(requests), () => this.spendStack(requests));
+      return this.gate.inOrder(earliest(requests), () => this.stacks.spend(requests));
     }
     const remembered = refusals.consumeStack(requests);
     if (remembered !== undefined) return Promise.resolve(remembered);
     const issued = refusals.issue();
     return this.gate
-      .inOrder(earliest(requests), () => this.spendStack(requests))
+      .inOrder(earliest(requests), () => this.stacks.spend(requests))
       .then((result) => {
         refusals.rememberStack(requests, result, issued);
         return result;
@@ -246,7 +252,7 @@ export class RedisStore implements Store {
   }
 
   peekStack(requests: readonly SpendRequest[]): Promise<StackResult> {
-    return this.gate.inOrder(undefined, () => this.peekAll(requests));
+    return this.gate.inOrder(undefined, () => this.stacks.peek(requests));
   }
 
   async refund(request: RefundRequest): Promise<void> {
@@ -273,8 +279,8 @@ export class RedisStore implements Store {
   ): Promise<number> {
     this.refusals?.forget(request.policy, request.keys);
     return this.gate.inOrder(undefined, async () => {
-      const groups = this.slotGroups(request);
-      const replies = await this.whenSlotsFree(groups, () =>
+      const groups = this.stacks.slotGroups(request);
+      const replies = await this.stacks.whenSlotsFree(groups, () =>
         Promise.all(
           groups.map(([, indices]) => {
             const at = request.atByKey?.[indices[0]!] ?? request.at;
@@ -333,7 +339,7 @@ export class RedisStore implements Store {
     // In issue order with the other operations of this store (and of its slot on Cluster).
     const slot = this.cluster ? clusterSlot(stored) : -1;
     const reply = await this.gate.inOrder(undefined, () =>
-      this.whenSlotsFree([[slot, undefined]], () =>
+      this.stacks.whenSlotsFree([[slot, undefined]], () =>
         this.run(script, [stored], [this.now(), this.expiryOffsetMs, keepMs]),
       ),
     );
@@ -349,8 +355,8 @@ export class RedisStore implements Store {
     this.refusals?.forget(request.policy, request.keys);
     return this.gate.inOrder(undefined, async () => {
       const lifetime = stateLifetimeMs(request.algorithm, request.limits);
-      const groups = this.slotGroups(request);
-      await this.whenSlotsFree(groups, () =>
+      const groups = this.stacks.slotGroups(request);
+      await this.stacks.whenSlotsFree(groups, () =>
         Promise.all(
           groups.map(([, indices]) => {
             const { keys } = part(request, indices);
@@ -375,115 +381,6 @@ export class RedisStore implements Store {
         ),
       );
     });
-  }
-
-  private async spendStack(requests: readonly SpendRequest[]): Promise<StackResult> {
-    const spendId = nextSpendId();
-    const groups = this.stackGroups(requests);
-    if (groups.length === 1) {
-      return this.whenSlotsFree(groups, () => this.decideStack(requests, true, spendId));
-    }
-    // Every slot is claimed now, in issue order, and held until the call is over (compensation
-    // included): operations issued after it never see its tentative charges.
-    const turns = groups.map(([slot]) => this.slotTurns.claim(slot));
-    const inTurn = async <T>(g: number, send: () => Promise<T>): Promise<T> => {
-      await turns[g]!.before;
-      return send();
-    };
-    const charged: Array<{ group: StackGroup; results: readonly GroupResult[] }> = [];
-    try {
-      for (const [g, [, group]] of groups.entries()) {
-        let answer;
-        try {
-          answer = await inTurn(g, () =>
-            this.decideStack(narrow(requests, group), true, spendId, true),
-          );
-        } catch (error) {
-          await this.compensateStack(requests, charged, spendId);
-          throw error;
-        }
-        const { results } = answer;
-        if (!answer.allowed) {
-          await this.compensateStack(requests, charged, spendId);
-          // Peeks that fail are left out: the refusal stands, its Retry-After a lower bound.
-          const peeks = await settled(
-            groups.slice(g + 1).map(async ([, rest], n) => ({
-              group: rest,
-              results: (
-                await inTurn(g + 1 + n, () => {
-                  // Refused as a whole: where a policy locks out, the keys out of budget in
-                  // these groups are locked out as in one script; otherwise nothing is written.
-                  const narrowed = narrow(requests, rest);
-                  const locks = narrowed.some((r) => r.block !== undefined);
-                  return this.decideStack(narrowed, locks ? 'refuse' : false);
-                })
-              ).results,
-            })),
-          );
-          return mergeStack(requests, [...charged, { group, results }, ...peeks], false);
-        }
-        charged.push({ group, results });
-      }
-    } finally {
-      for (const turn of turns) turn.release();
-    }
-    const merged = mergeStack(requests, charged, true);
-    return { ...merged, results: merged.results.map((r) => ({ ...r, spendId })) };
-  }
-
-  private async peekAll(requests: readonly SpendRequest[]): Promise<StackResult> {
-    const groups = this.stackGroups(requests);
-    if (groups.length === 1) {
-      return this.whenSlotsFree(groups, () => this.decideStack(requests, false));
-    }
-    const parts = await this.whenSlotsFree(groups, () =>
-      Promise.all(
-        groups.map(async ([, group]) => ({
-          group,
-          results: (await this.decideStack(narrow(requests, group), false)).results,
-        })),
-      ),
-    );
-    return mergeStack(
-      requests,
-      parts,
-      parts.every(({ results }) => results.every((r) => r.allowed)),
-    );
-  }
-
-  /** Indices of the request's keys, grouped by Cluster slot in slot order (one group otherwise). */
-  private slotGroups(request: SlotRequest): Array<[slot: number, indices: readonly number[]]> {
-    return this.stackGroups([request]).map(([slot, [indices]]) => [slot, indices!]);
-  }
-
-  /** Every (request, key) of a stack grouped by Cluster slot (one group, slot -1, off Cluster). */
-  private stackGroups(requests: readonly SlotRequest[]): Array<[slot: number, group: StackGroup]> {
-    return stackGroups(this.prefix, this.cluster, requests);
-  }
-
-  /** Runs `send` in these slots' turn on Cluster (see {@link SlotTurns}); at once off Cluster. */
-  private whenSlotsFree<T>(
-    groups: ReadonlyArray<readonly [number, unknown]>,
-    send: () => Promise<T>,
-  ): Promise<T> {
-    return this.cluster ? this.slotTurns.whenFree(groups, send) : send();
-  }
-
-  private async compensateStack(
-    requests: readonly SpendRequest[],
-    charged: ReadonlyArray<{ group: StackGroup; results: readonly GroupResult[] }>,
-    spendId: string,
-  ): Promise<void> {
-    // A refund that fails leaves a charge in place: the safe side, never extra budget.
-    await Promise.allSettled(
-      charged.flatMap(({ group, results }) => {
-        const parts = narrow(requests, group);
-        return parts.map((request, n) => {
-          const { at, resetMarks } = results[n]!;
-          return this.refundPart(request, at, spendId, resetMarks, false);
-        });
-      }),
-    );
   }
 
   /**
@@ -642,79 +539,6 @@ export class RedisStore implements Store {
     const inTime = deadlineAt !== undefined && receivedAt < deadlineAt;
     if (inTime && !retried && !this.clock) return;
     throw new StoreTimeoutError(undefined, 'the script ran after its deadline and wrote nothing');
-  }
-
-  /**
-   * One stack/consume run over the requests (all in one slot on Cluster). `compensable`: one slot
-   * group of a cross-slot spend, which a later group's refusal may make us refund. `spend`
-   * 'refuse': a group after a refusing one, refused whatever it holds (it writes only lockouts).
-   */
-  private async decideStack(
-    requests: readonly SpendRequest[],
-    spend: boolean | 'refuse',
-    spendId?: string,
-    compensable = false,
-    retried = false,
-  ): Promise<StackResult & { readonly results: readonly GroupResult[] }> {
-    const deadlineAt = earliest(requests);
-    const deadline = spend !== false ? this.knownDeadline(deadlineAt) : '';
-    const keys: string[] = [];
-    const args: Array<string | number> = [
-      this.now(),
-      this.expiryOffsetMs,
-      compensable ? '1' : '0',
-      spend === 'refuse' ? '2' : spend ? '1' : '0',
-      spendId ?? '',
-      deadline,
-      requests.length,
-    ];
-    for (const request of requests) {
-      for (const key of storageKeysWithLedgers(
-        this.prefix,
-        request.keys,
-        request.policy,
-        request.limits.length,
-        request.block !== undefined,
-      ))
-        keys.push(key);
-      args.push(
-        request.algorithm,
-        costArg(request, spend === true),
-        request.keys.length,
-        ...limitArgs(request, true),
-      );
-    }
-    const sentAt = monotonicNow();
-    const reply = (await this.run('stack/consume', keys, args)) as number[];
-    if (reply[0] === -1) {
-      if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[1]!);
-      this.lateReply(deadlineAt, monotonicNow(), retried);
-      return this.decideStack(requests, spend, spendId, compensable, true);
-    }
-    const allowed = reply[0] === 1;
-    const at = reply[3]!;
-    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), reply[2]!);
-    let next = 4; // each part: six numbers, then its reset marks
-    const results = requests.map(({ keys: { length }, block }): GroupResult => {
-      const o = next;
-      const marks = resetMarks(reply, o + 6, length);
-      next += 6 + length;
-      const blockedUntil = block === undefined ? 0 : reply[next++]!;
-      return {
-        allowed,
-        remaining: reply[o]!,
-        limitIndex: reply[o + 1]! - 1,
-        retryAfterMs: reply[o + 2]!,
-        resetAfterMs: reply[o + 3]!,
-        blockedKeyIndex: reply[o + 4]! - 1,
-        at,
-        resetIfUnspentMs: reply[o + 5]!,
-        ...(spendId !== undefined && allowed && { spendId }),
-        ...(marks && { resetMarks: marks }),
-        ...(blockedUntil > 0 && { blockedUntil }),
-      };
-    });
-    return { allowed, refusingIndex: reply[1]! - 1, results };
   }
 
   /**

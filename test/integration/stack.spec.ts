@@ -244,17 +244,21 @@ describe.each(stores)('$name store: several policies as one decision', (backend)
     const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
     const a = keys.find((k) => slot(k, 'p1') < slot('zz', 'p2'))!;
     await p1.consume(a);
-    const internals = store as unknown as {
-      decideStack: (requests: unknown, spend: boolean, ...rest: unknown[]) => Promise<unknown>;
-    };
-    const real = internals.decideStack.bind(store);
-    internals.decideStack = (requests, spend, ...rest) =>
+    const internals = (
+      store as unknown as {
+        stacks: {
+          decide: (requests: unknown, spend: boolean, ...rest: unknown[]) => Promise<unknown>;
+        };
+      }
+    ).stacks;
+    const real = internals.decide.bind(internals);
+    internals.decide = (requests, spend, ...rest) =>
       spend ? real(requests, spend, ...rest) : Promise.reject(new Error('node unreachable'));
     const refused = await Limiter.consumeAll([
       { limiter: p1, keys: a },
       { limiter: p2, keys: 'zz' },
     ]);
-    internals.decideStack = real;
+    internals.decide = real;
     expect(refused.decisions.map((d) => d.failure)).toEqual([undefined, undefined]);
     expect(refused.allowed).toBe(false);
     expect(refused.refusedBy?.policy).toBe('p1');

@@ -1,7 +1,7 @@
 /*
  * cross-slot.pml: the cross-slot spend of RedisStore on Redis Cluster, as spin sees it.
  *
- * What the code does (lib/stores/redis.store.ts, spendStack): a call whose keys live in several
+ * What the code does (lib/stores/redis-stack.ts, StackRuns.spend): a call whose keys live in several
  * Cluster slots is split into slot groups (slot-groups.util.ts), spent group by group in slot
  * order, each group one atomic stack/consume script run (lua/lib/stack-frame.lua) marked
  * compensable; when a later group refuses (or fails), the groups already charged are refunded
@@ -399,7 +399,7 @@ proctype client(byte id) {
   byte at0, at1;
   bool ok;
   if
-  :: true -> /* consume([A, B]): RedisStore.spendStack, slot groups in slot order */
+  :: true -> /* consume([A, B]): StackRuns.spend, slot groups in slot order */
     d_step { consume(0, COST(id), id, true, ok, at0) };
     if
     :: !ok -> goto finished /* refused by group 0; group 1 is peeked: nothing written */
@@ -411,7 +411,7 @@ proctype client(byte id) {
     fi;
     d_step { consume(1, COST(id), id, true, ok, at1) };
     if
-    :: !ok -> d_step { refund(0, COST(id), id, at0, false) }; goto finished /* compensateStack */
+    :: !ok -> d_step { refund(0, COST(id), id, at0, false) }; goto finished /* StackRuns.compensate */
     :: else -> skip
     fi;
     /* admitted: maybe refunded by its receipt, maybe twice (client 1: a copy of the receipt) */
