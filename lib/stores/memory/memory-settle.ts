@@ -66,10 +66,11 @@ export function settleSpend(
     const entry =
       spendId && ledger && now - at <= lifetime ? ledgerEntry(ledger, spendId, at) : undefined;
     const adjusted = entry?.adjusted;
+    const charged = chargedStates(table, spendTag, request, key);
     // (an adjusted spend is not adjusted again)
     if (
       (target !== undefined && adjusted) ||
-      forgotten(table, spendTag, request, key) ||
+      !charged.includes(true) ||
       settled(ledger, request, k, now, lifetime, entry)
     )
       continue;
@@ -86,6 +87,7 @@ export function settleSpend(
     let given = false;
     if (context.cost > 0) {
       request.limits.forEach((rule, l) => {
+        if (!charged[l]) return; // a state written since: not the one the spend charged
         const name = storageKey('', key, request.policy, l);
         const state = table.read(name, algorithm, now);
         const next = up
@@ -121,23 +123,26 @@ export function settleSpend(
 }
 
 /**
- * Whether the spend's count on `key` was forgotten since it was charged: a state of the key was
- * born after the spend (pushed out under `maxKeys`, or reset, and written again), or the spend
- * was never charged here (another store's or process's, e.g. a fallback receipt refunded
- * elsewhere). Its receipt then
- * refunds and adjusts nothing there, as after a reset: else a caller pushed out while attempts
- * were in flight would get a full budget and its old spends back.
+ * Per limit, whether the key's state there may be the one the spend charged: not when it was born
+ * after the spend (pushed out under `maxKeys`, or emptied — drained, expired, refunded to nothing
+ * — and written again), nor anywhere when the spend was never charged here (another store's or
+ * process's, e.g. a fallback receipt refunded elsewhere). A receipt settles nothing where it is
+ * false, and nothing on the key when it is false on every limit, as after a reset: else a caller
+ * pushed out while attempts were in flight would get a full budget and its old spends back. A
+ * state written again under one limit says nothing of the others (a short limit's state empties
+ * and is written again while the spend still weighs on a longer one), as in Redis.
  */
-function forgotten(
+function chargedStates(
   table: MemoryTable,
   spendTag: string,
   request: RefundRequest,
   key: string,
-): boolean {
-  if (request.spendId === undefined) return false;
+): boolean[] {
+  if (request.spendId === undefined) return request.limits.map(() => true);
   const sequence = spendSequence(request.spendId, spendTag);
-  if (sequence === undefined) return true; // another store's spend: never charged here
-  return request.limits.some(
-    (_, l) => (table.entry(storageKey('', key, request.policy, l))?.born ?? 0) > sequence,
+  return request.limits.map(
+    (_, l) =>
+      sequence !== undefined &&
+      (table.entry(storageKey('', key, request.policy, l))?.born ?? 0) <= sequence,
   );
 }
