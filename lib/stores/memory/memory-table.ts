@@ -7,7 +7,7 @@ export interface MemoryEntry {
   expiresAt: number;
   /**
    * The latest spend sequence issued when the entry was created (see `spend-id.util.ts`): a state
-   * born after a spend is not the one it charged (see `forgotten` in `memory-settle.ts`).
+   * born after a spend is not the one it charged (see `chargedStates` in `memory-settle.ts`).
    */
   readonly born: number;
 }
