@@ -45,10 +45,8 @@ local function trimOldest(ledger, extra)
   end
   local left = extra - #doomed
   if left > 0 then
-    -- More registrations than the cap: the oldest go (the highest scores, read in score order).
-    local count = rcall('ZCOUNT', ledger, '-inf', -1)
-    local last = rcall('ZRANGE', ledger, '-inf', -1, 'BYSCORE', 'LIMIT', math.max(count - left, 0), left,
-      'WITHSCORES')
+    -- More registrations than the cap: the oldest go (the highest scores, read from -1 down).
+    local last = rcall('ZRANGE', ledger, -1, '-inf', 'BYSCORE', 'REV', 'LIMIT', 0, left, 'WITHSCORES')
     for i = 1, #last, 2 do
       doomed[#doomed + 1] = last[i]
       local at = -tonumber(last[i + 1]) - 1
@@ -68,21 +66,28 @@ local function tidy(ledger, at, lifetime)
   -- Ids are pruned by the longest lifetime the ledger was ever written with, never by the one a
   -- receipt names: a receipt of an older configuration with shorter windows (or an edited one)
   -- would otherwise forget ids that still count, and their copies would refund again.
-  local life = math.max(lifetime, tonumber(markers[3]) or 0)
+  local written = tonumber(markers[3])
+  local life = math.max(lifetime, written or 0)
   local since = now - life -- members of spends before it go
-  rcall('ZREMRANGEBYSCORE', ledger, 0, '(' .. string.format('%d', since))
-  if since > 0 then rcall('ZREMRANGEBYSCORE', ledger, '(' .. string.format('%d', -(since + 1)), -1) end
+  -- Ids [0, since) and registrations (-(since + 1), -1] in one range: no score lies between -1
+  -- and 0 (scores are whole), and none is taken when since <= 0.
+  rcall('ZREMRANGEBYSCORE', ledger, '(' .. string.format('%d', -(since + 1)), '(' .. string.format('%d', since))
   -- The markers are not ids: pruning old ids never takes them (a reset's mark only grows), so
   -- those it took are put back.
   if markers[1] and tonumber(markers[1]) < since then rcall('ZADD', ledger, markers[1], 'reset') end
   if markers[2] and tonumber(markers[2]) < since then rcall('ZADD', ledger, markers[2], 'floor') end
-  rcall('ZADD', ledger, life, 'life')
+  if written ~= life or life < since then rcall('ZADD', ledger, life, 'life') end
   local extra = rcall('ZCARD', ledger) - LEDGER_CAP - 1 - (markers[1] and 1 or 0) - (markers[2] and 1 or 0)
   if extra > 0 then trimOldest(ledger, extra) end
   -- As long as the spend can weigh (its `at` may be ahead of a clock that stepped back), never
-  -- shorter than before.
+  -- shorter than before. A ledger that held `life` was given an expiry by the tidy that wrote it
+  -- (a key without one would never take GT's); a new one (or one only a reset wrote) is read.
   local expireAt = math.max(now, at) + life + offset
-  if rcall('PEXPIRETIME', ledger) < expireAt then rcall('PEXPIREAT', ledger, expireAt) end
+  if written then
+    rcall('PEXPIREAT', ledger, expireAt, 'GT')
+  elseif rcall('PEXPIRETIME', ledger) < expireAt then
+    rcall('PEXPIREAT', ledger, expireAt)
+  end
 end
 
 local function remember(ledger, at, lifetime, member)
