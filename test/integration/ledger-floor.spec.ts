@@ -308,6 +308,43 @@ describe.each(stores)('$name store: refunds past the ledger’s floor', (backend
     expect(await registrations()).toEqual([`+${fresh.decision.receipt.spendId!}`]);
   });
 
+  it('members past the lifetime are pruned before the cap is counted: fresh ids are not trimmed for them', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'prune',
+      algorithm: 'fixed-window',
+      limit: 1_000,
+      window: '1m', // lifetime: one minute
+    });
+    for (let i = 0; i < 100; i++) await limiter.begin('k'); // kept: registered, never settled
+    clock.advance(60_001); // all 100 just past the lifetime
+    const plain = await limiter.consume('k', { cost: 3 }); // not registered: judged by the floor
+    // 30 refunded ids: 130 members, over the cap, if the 100 were counted; their trim would
+    // raise the floor past the plain spend.
+    await quickPairs(limiter, clock, 'k', 30);
+    const before = await remaining(limiter, 'k');
+    expect(await limiter.refund(plain)).toBe(true);
+    expect(await remaining(limiter, 'k')).toBe(before + 3);
+  });
+
+  it('a longer lifetime written later does not bring back members an earlier write pruned', async () => {
+    const clock = new TestClock();
+    const store = backend.store(clock);
+    const policy = { name: 'grow', algorithm: 'fixed-window', limit: 1_000 } as const;
+    const short = new Limiter(store, { ...policy, window: '1m' }); // lifetime: one minute
+    const long = new Limiter(store, { ...policy, window: '1h' }); // a later configuration
+    for (let i = 0; i < 100; i++) await short.begin('k'); // kept: registered, never settled
+    clock.advance(65_000);
+    await short.begin('k'); // its write prunes the 100, past the minute
+    const plain = await long.consume('k', { cost: 3 }); // not registered: judged by the floor
+    // The ledger is now written with an hour's lifetime: the 100 are gone for good, and 31
+    // members stay under the cap (no trim, no floor).
+    await quickPairs(long, clock, 'k', 30);
+    const before = await remaining(long, 'k');
+    expect(await long.refund(plain)).toBe(true);
+    expect(await remaining(long, 'k')).toBe(before + 3);
+  });
+
   it('a plain consume() receipt below the floor still refunds nothing (no spend is registered on that path)', async () => {
     const clock = new TestClock();
     const limiter = limiterOn(backend, 'fixed-window', clock);

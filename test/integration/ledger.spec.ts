@@ -184,6 +184,67 @@ describe.each(stores)('$name store: the refund ledger', (backend) => {
   });
 });
 
+describe.each(stores)('$name store: the ledger remembers its longest lifetime', (backend) => {
+  it('receipts of shorter windows, refunded one after another, never make it forget a live id', async () => {
+    const clock = new TestClock();
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'ledger-life',
+      algorithm: 'fixed-window',
+      limit: 5,
+      window: '2h',
+    });
+    clock.advance(10);
+    const a = await limiter.consume('k');
+    await limiter.refund(a);
+    clock.advance(3_600_010); // more than an hour later, in the same two-hour window
+    await limiter.consume('k');
+    await limiter.consume('k'); // kept
+    // Three spends refunded under one-hour limits (an older configuration): each write prunes by
+    // the two hours the ledger was first written with, the later ones too.
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1);
+      const spent = await limiter.consume('k');
+      const shortLived: Receipt = {
+        ...copy(spent.receipt),
+        limits: spent.receipt.limits.map((rule) => ({ ...rule, windowMs: 3_600_000 })),
+      };
+      expect(await limiter.refund(shortLived)).toBe(true);
+    }
+    // A copy of the first receipt, refunded long ago, still gives nothing back.
+    const before = (await limiter.peek('k')).remaining;
+    expect(before).toBeLessThan(5); // a wrong refund would show
+    await limiter.refund(copy(a.receipt));
+    expect((await limiter.peek('k')).remaining).toBe(before);
+  });
+});
+
+describe.each(stores.filter((b) => b.name !== 'memory'))(
+  '$name store: a written ledger expires with its newest entry',
+  (backend) => {
+    it('each registration moves the expiry on by the time since the last one', async () => {
+      const clock = new TestClock();
+      const store = backend.store(clock) as RedisStore;
+      const limiter = new Limiter(store, {
+        name: 'extend',
+        algorithm: 'fixed-window',
+        limit: 5,
+        window: '1h',
+      });
+      const ledger = ledgerKey(store.prefix, 'k', 'extend');
+      await limiter.begin('k');
+      const first = await backend.client!.pexpiretime(ledger);
+      expect(first).toBeGreaterThan(0);
+      clock.advance(60_000);
+      await limiter.begin('k');
+      // (the expiry offset of a custom clock may move by a millisecond between calls)
+      expect(await backend.client!.pexpiretime(ledger)).toBeGreaterThanOrEqual(first + 59_990);
+      clock.advance(-30_000); // a clock that stepped back never shortens it
+      await limiter.begin('k');
+      expect(await backend.client!.pexpiretime(ledger)).toBeGreaterThanOrEqual(first + 59_990);
+    });
+  },
+);
+
 describe.each(stores.filter((b) => b.name !== 'memory'))(
   '$name store: reset leaves a ledger that expires (Redis clock)',
   (backend) => {
