@@ -25,6 +25,8 @@ module.exports = {
     ],
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  // REDLIMIT_PROPERTY_SEED replays a fast-check failure from its seed.
+  setupFiles: ['<rootDir>/test/support/property-seed.ts'],
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testTimeout: 30000,
   maxWorkers: 2,
