@@ -1,0 +1,83 @@
+import {
+  type Algorithm,
+  type LimitRule,
+  POLICY_ALGORITHMS,
+  resolvePolicy,
+} from '../../lib/core/policy';
+import { batchCall, type QueuedDecision } from '../../lib/stores/batch-args.util';
+import { stateLifetimeMs } from '../../lib/stores/state-lifetime.util';
+import type { SpendRequest } from '../../lib/stores/store.interface';
+
+// The values each algorithm had before the algorithm registry, pinned as numbers and argument
+// lists rather than read back from the registry (test/unit/algorithm-registry.spec.ts checks that
+// the registry, the Lua models and the memory twins agree with each other; this checks that they
+// still agree with what the stores did by name: a flipped flag in one definition would pass there).
+
+const rule = (limit: number, windowMs: number, burst = limit): LimitRule => ({
+  limit,
+  windowMs,
+  burst,
+});
+
+describe('algorithm facts pinned from before the registry', () => {
+  it('state lifetimes: a window; two for sliding-window; a full bucket drained for token-bucket and gcra', () => {
+    const limits = [rule(3, 7_000, 5), rule(10, 1_000)];
+    const expected: Record<Algorithm, number> = {
+      'fixed-window': 7_000,
+      'sliding-window': 14_000,
+      'token-bucket': Math.ceil((5 * 7_000) / 3), // 11 667: the longest of 11 667 and 1 000
+      gcra: Math.ceil((5 * 7_000) / 3),
+      'sliding-log': 7_000,
+      concurrency: 7_000,
+    };
+    for (const algorithm of POLICY_ALGORITHMS) {
+      expect([algorithm, stateLifetimeMs(algorithm, limits)]).toEqual([
+        algorithm,
+        expected[algorithm],
+      ]);
+    }
+  });
+
+  it('burst is an option of token-bucket and gcra only', () => {
+    const accepting = POLICY_ALGORITHMS.filter((algorithm) => {
+      try {
+        resolvePolicy({ name: 'p', algorithm, limit: 2, window: 1_000, burst: 4 });
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(accepting).toEqual(['token-bucket', 'gcra']);
+  });
+
+  it('a coalesced decision carries its spend id for sliding-log and concurrency (and settled spends) only', () => {
+    const argsOf = (algorithm: Algorithm, settles: boolean): Array<string | number> => {
+      const request: SpendRequest = {
+        policy: 'p',
+        algorithm,
+        limits: [rule(2, 1_000)],
+        keys: ['k'],
+        cost: 1,
+        ...(settles && { settles: true }),
+      };
+      const queued = {
+        request,
+        spend: true,
+        spendId: 'tag:7',
+        deadline: '',
+        now: '',
+        slot: -1,
+        resolve: () => undefined,
+        reject: () => undefined,
+      } as QueuedDecision;
+      return batchCall([queued], 'rl:', '', 0, false).args;
+    };
+    const carrying = POLICY_ALGORITHMS.filter((algorithm) =>
+      argsOf(algorithm, false).includes('tag:7'),
+    );
+    expect(carrying).toEqual(['sliding-log', 'concurrency']);
+    for (const algorithm of POLICY_ALGORITHMS) {
+      expect([algorithm, argsOf(algorithm, true).at(-1)]).toEqual([algorithm, 'tag:7']);
+    }
+  });
+});
