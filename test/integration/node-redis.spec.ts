@@ -240,6 +240,10 @@ describe('node-redis client: a spend that reaches Redis after its deadline write
     try {
       await store.peek(request); // clock measured
       await own.stop();
+      // Sent only once the client knows the connection is gone, so it is queued for the replay
+      // (sent on a socket the client still took for open, it fails at once: not this case).
+      for (let waited = 0; queued.isReady && waited < 5000; waited += 10) await sleep(10);
+      expect(queued.isReady).toBe(false);
       const replayed = store.consume(request).catch((error: unknown) => error);
       await sleep(300); // long past the caller's 100 ms
       restarted = await spawnRedisServer([], { pickPort: () => Promise.resolve(port) });
