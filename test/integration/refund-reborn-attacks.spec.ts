@@ -16,11 +16,11 @@ const limits = [
 ];
 
 /** Runs the steps on a fresh limiter of each store; what each step returns must agree. */
-async function agree(algorithm: Algorithm, steps: Step[]): Promise<void> {
+async function agree(algorithm: Algorithm, steps: Step[], rules = limits): Promise<void> {
   const seen: Array<{ name: string; out: unknown[] }> = [];
   for (const backend of stores) {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'attack', algorithm, limits });
+    const limiter = new Limiter(backend.store(clock), { name: 'attack', algorithm, limits: rules });
     const out: unknown[] = [];
     const receipts: Receipt[] = []; // this store's
     for (const step of steps) out.push(await step(limiter, clock, receipts));
@@ -64,6 +64,29 @@ describe.each(['token-bucket', 'gcra', 'fixed-window', 'sliding-window'] as cons
         (l, _, r) => l.adjust(copy(r[0]!), 0),
         state,
       ]);
+    });
+
+    it('a short state emptied, then an adjustment up writes it again, then the refund: both stores agree', async () => {
+      await agree(
+        algorithm,
+        [
+          async (l, _, r) => void r.push((await l.consume('k')).receipt),
+          async (l, _, r) => void r.push((await l.consume('k')).receipt),
+          async (l, c, r) => (c.advance(340), l.refund(r[1]!)),
+          state,
+          (l) => l.consume('x').then((d) => d.allowed), // a later spend, on another key
+          (l, _, r) => l.adjust(r[0]!, 3),
+          state,
+          (l, _, r) => l.refund(r[0]!),
+          state,
+          async (l, c) => (c.advance(100), state(l)),
+        ],
+        [
+          // The short limit binds here.
+          { limit: 3, window: 1_000 },
+          { limit: 10, window: 10_000 },
+        ],
+      );
     });
 
     it('a clock stepped back between spend, re-creation and refund: both stores agree', async () => {
