@@ -16,11 +16,21 @@ const limits = [
 ];
 
 /** Runs the steps on a fresh limiter of each store; what each step returns must agree. */
-async function agree(algorithm: Algorithm, steps: Step[], rules = limits): Promise<void> {
+async function agree(
+  algorithm: Algorithm,
+  steps: Step[],
+  rules = limits,
+  block?: { duration: number; restart: boolean },
+): Promise<void> {
   const seen: Array<{ name: string; out: unknown[] }> = [];
   for (const backend of stores) {
     const clock = new TestClock();
-    const limiter = new Limiter(backend.store(clock), { name: 'attack', algorithm, limits: rules });
+    const limiter = new Limiter(backend.store(clock), {
+      name: 'attack',
+      algorithm,
+      limits: rules,
+      ...(block ? { block } : {}),
+    });
     const out: unknown[] = [];
     const receipts: Receipt[] = []; // this store's
     for (const step of steps) out.push(await step(limiter, clock, receipts));
@@ -86,6 +96,25 @@ describe.each(['token-bucket', 'gcra', 'fixed-window', 'sliding-window'] as cons
           { limit: 3, window: 1_000 },
           { limit: 10, window: 10_000 },
         ],
+      );
+    });
+
+    it('a lockout that restarts the count between the spend and its refund: both stores agree', async () => {
+      await agree(
+        algorithm,
+        [
+          async (l, _, r) => void r.push((await l.consume('k')).receipt),
+          async (l, _, r) => void r.push((await l.consume('k')).receipt),
+          (l) => l.consume('k').then((d) => [d.allowed, d.retryAfterMs]), // locked out: count gone
+          async (l, c, r) => (c.advance(2_000), l.refund(r[0]!)),
+          state,
+          async (l) => [(await l.consume('k')).allowed, (await l.consume('k')).allowed],
+          (l, _, r) => l.refund(r[1]!),
+          (l, _, r) => l.adjust(copy(r[0]!), 0),
+          state,
+        ],
+        [{ limit: 2, window: 10_000 }], // (restart takes one limit)
+        { duration: 1_000, restart: true },
       );
     });
 
