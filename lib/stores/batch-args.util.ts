@@ -1,5 +1,5 @@
 import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
-import { costArg, limitArgs } from './script-reply.util';
+import { costArg, rulesArg } from './script-reply.util';
 import { storageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
@@ -57,7 +57,7 @@ export function batchCall(
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
       sets.set(request.limits, known);
-      args.push(request.algorithm, ...limitArgs(request, true));
+      args.push(request.algorithm, rulesArg(request));
     }
     if (deadline !== '' && Number(deadline) < earliestDeadline) earliestDeadline = Number(deadline);
     if (d > 0) deadlines += ',';

@@ -1,6 +1,6 @@
 import { monotonicNow } from '../core/clock.util';
 import { nextSpendId } from './spend-id.util';
-import { costArg, limitArgs, resetMarks } from './script-reply.util';
+import { costArg, resetMarks, rulesArg } from './script-reply.util';
 import type { ScriptId } from './scripts';
 import {
   earliest,
@@ -200,7 +200,7 @@ export class StackRuns {
         request.algorithm,
         costArg(request, spend === true),
         request.keys.length,
-        ...limitArgs(request, true),
+        rulesArg(request),
       );
     }
     const sentAt = monotonicNow();

@@ -15,7 +15,14 @@ import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
 import { nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
-import { costArg, expiryOffset, limitArgs, replyLength, toResult } from './script-reply.util';
+import {
+  costArg,
+  expiryOffset,
+  limitArgs,
+  type ReplyCursor,
+  rulesArg,
+  toResult,
+} from './script-reply.util';
 import { earliest, part } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
 import { StackRuns } from './redis-stack';
@@ -439,7 +446,7 @@ export class RedisStore implements Store {
       spend ? '1' : '0',
       spendId ?? '',
       deadline,
-      ...limitArgs(request, true),
+      rulesArg(request),
     ])) as number[];
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
@@ -447,7 +454,7 @@ export class RedisStore implements Store {
       this.lateReply(request.deadlineAt, receivedAt, retried);
       return this.decide(request, spend, spendId, true);
     }
-    return toResult(reply, 1, request, spendId);
+    return toResult(reply, 1, reply[0]!, request, spendId);
   }
 
   /**
@@ -492,25 +499,27 @@ export class RedisStore implements Store {
         const values = reply as number[];
         const receivedAt = monotonicNow();
         if (!this.clock) this.redisClock.observe(sentAt, receivedAt, values[0]!);
-        let offset = 1;
-        for (const queued of batch) {
-          this.settleQueued(queued, values, offset, receivedAt);
-          offset += replyLength(queued.request);
-        }
+        const cursor: ReplyCursor = { next: 1 };
+        for (const queued of batch) this.settleQueued(queued, values, cursor, receivedAt);
       },
       (error: unknown) => batch.forEach(({ reject }) => reject(error)),
     );
   }
 
-  /** Hands one decision of a batch its answer (from `reply[at]` on), as {@link decide} would. */
+  /**
+   * Hands one decision of a batch its answer (from `reply[cursor.next]` on), as {@link decide}
+   * would, and moves the cursor past it.
+   */
   private settleQueued(
     queued: QueuedDecision,
     reply: number[],
-    at: number,
+    cursor: ReplyCursor,
     receivedAt: number,
   ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
+    const at = cursor.next;
     const status = reply[at];
+    if (status === -2 || status === -1) cursor.next = at + (status === -2 ? 2 : 1);
     if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
       reject(explainedError(new Error(String(reply[at + 1]))));
@@ -526,7 +535,7 @@ export class RedisStore implements Store {
       this.batches.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
-    resolve(toResult(reply, at, request, spendId));
+    resolve(toResult(reply, at, reply[0]!, request, spendId, cursor));
   }
 
   /**

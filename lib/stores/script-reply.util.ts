@@ -3,15 +3,20 @@ import type { SpendRequest, SpendResult } from './store.interface';
 
 /* What the store sends to its scripts and reads back from them. */
 
-/**
- * Values per decision in a consume-frame reply (after the clock's reading) and in a batch/consume
- * reply (after the batch's), before its reset marks: status (allowed + 2 × (binding limit + (L + 1)
- * × refusing key), both 1-based, L the number of limits; -1: past its deadline; -2: an error,
- * message next), remaining, retryAfterMs, resetAfterMs, the instant decided at.
- */
-export const REPLY_LENGTH = 5;
+/** Where the next decision's values of a reply start, after {@link toResult} read one. */
+export interface ReplyCursor {
+  next: number;
+}
 
-/** `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset). */
+/** Flags of a decision's status value (see writeDecision in lua/lib/decide.lua). */
+const ALLOWED = 1;
+const HAS_MARKS = 2;
+const HAS_AT = 4;
+const FLAGS = 8;
+
+/**
+ * `count` reset marks from `reply[from]` on, or undefined when all are 0 (no key was ever reset).
+ */
 export function resetMarks(
   reply: readonly number[],
   from: number,
@@ -23,61 +28,98 @@ export function resetMarks(
   return undefined;
 }
 
-/** One decision's values of a consume-frame or batch/consume reply, from `reply[at]` on. */
+/**
+ * One decision of a consume-frame or batch/consume reply, from `reply[at]` on, as writeDecision in
+ * lua/lib/decide.lua writes it: status (allowed, whether reset marks and the instant decided at
+ * follow, binding limit and refusing key), remaining, retryAfterMs only when refused,
+ * resetAfterMs, the instant decided at only when it is not `clockReading` (the reply's clock
+ * reading), the caller keys' reset marks only when some key has one, and for a policy with a
+ * lockout the end of the latest lockout holding it back. Sets `cursor.next` to where the next
+ * decision's values start.
+ */
 export function toResult(
   reply: readonly number[],
   at: number,
+  clockReading: number,
   request: SpendRequest,
   spendId: string | undefined,
+  cursor?: ReplyCursor,
 ): SpendResult {
   const status = reply[at]!;
-  const allowed = status % 2 === 1;
-  const packed = (status - (status % 2)) / 2;
+  const flags = status % FLAGS;
+  const allowed = (flags & ALLOWED) !== 0;
+  const packed = (status - flags) / FLAGS;
   const stride = request.limits.length + 1;
   const binding = packed % stride;
   const refusing = (packed - binding) / stride;
-  const marks = resetMarks(reply, at + REPLY_LENGTH, request.keys.length);
+  let i = at + 1;
+  const remaining = reply[i++]!;
+  const retryAfterMs = allowed ? 0 : reply[i++]!;
+  const resetAfterMs = reply[i++]!;
+  const decidedAt = (flags & HAS_AT) !== 0 ? reply[i++]! : clockReading;
   const result: {
     -readonly [K in keyof SpendResult]: SpendResult[K];
   } = {
     allowed,
-    remaining: reply[at + 1]!,
+    remaining,
     limitIndex: binding - 1,
-    retryAfterMs: reply[at + 2]!,
-    resetAfterMs: reply[at + 3]!,
+    retryAfterMs,
+    resetAfterMs,
     blockedKeyIndex: refusing - 1,
-    at: reply[at + 4]!,
+    at: decidedAt,
   };
   if (spendId !== undefined && allowed) result.spendId = spendId;
-  if (marks) result.resetMarks = marks;
+  if ((flags & HAS_MARKS) !== 0) {
+    const count = request.keys.length;
+    const marks = resetMarks(reply, i, count);
+    if (marks) result.resetMarks = marks;
+    i += count;
+  }
   if (request.block !== undefined) {
-    const until = reply[at + REPLY_LENGTH + request.keys.length]!;
+    const until = reply[i++]!;
     if (until > 0) result.blockedUntil = until;
   }
+  if (cursor) cursor.next = i;
   return result;
 }
 
-/** Reply values of one decision: {@link REPLY_LENGTH}, a reset mark per key, and a lockout's end. */
-export function replyLength(request: SpendRequest): number {
-  return REPLY_LENGTH + request.keys.length + (request.block === undefined ? 0 : 1);
-}
-
 /**
- * A request's limits as script arguments: L, then limit, window ms and burst per limit. For a
- * decision (`withBlock`) of a policy with a lockout, L is sent as 'L:duration:factor:max:forget'
- * (then ':lifetime', the policy's longest state in ms, when a lockout restarts the count: the
- * ledger's reset mark must outlive every receipt it voids; see readRules in lua/lib/decide.lua), so other
- * policies pay nothing for it.
+ * A request's limits as script arguments for a refund: L, then limit, window ms and burst per
+ * limit (see lua/lib/refund-frame.lua).
  */
-export function limitArgs(request: SpendRequest, withBlock = false): Array<number | string> {
-  const { block } = request;
-  const args: Array<number | string> = [
-    withBlock && block !== undefined
-      ? `${request.limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? `:${stateLifetimeMs(request.algorithm, request.limits)}` : ''}`
-      : request.limits.length,
-  ];
+export function limitArgs(request: SpendRequest): Array<number | string> {
+  const args: Array<number | string> = [request.limits.length];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
   return args;
+}
+
+/** The text of {@link rulesArg} per limits array (a policy's requests share theirs). */
+const rulesTexts = new WeakMap<
+  readonly unknown[],
+  { algorithm: string; block: SpendRequest['block']; text: string }
+>();
+
+/**
+ * A decision's limits as one script argument (see readRules in lua/lib/decide.lua):
+ * 'L;limit,window,burst;…'. For a policy with a lockout, L is sent as
+ * 'L:duration:factor:max:forget' (then ':lifetime', the policy's longest state in ms, when a
+ * lockout restarts the count: the ledger's reset mark must outlive every receipt it voids), so
+ * other policies pay nothing for it. The script keeps what it read from a text for later calls;
+ * the text is built once per policy here.
+ */
+export function rulesArg(request: SpendRequest): string {
+  const { limits, block, algorithm } = request;
+  const known = rulesTexts.get(limits);
+  if (known !== undefined && known.block === block && known.algorithm === algorithm) {
+    return known.text;
+  }
+  let text =
+    block !== undefined
+      ? `${limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? `:${stateLifetimeMs(algorithm, limits)}` : ''}`
+      : String(limits.length);
+  for (const { limit, windowMs, burst } of limits) text += `;${limit},${windowMs},${burst}`;
+  rulesTexts.set(limits, { algorithm, block, text });
+  return text;
 }
 
 /**

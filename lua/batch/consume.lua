@@ -15,30 +15,32 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [5] on a custom clock, each decision's now when it was made, comma-separated; else ''
        [6] M: more than any decision's key count
        [7] R: number of rule sets (policies) the decisions refer to; then per rule set, from
-           position j (8 for the first): [j] algorithm, [j+1] L (or 'L:…' with a lockout, see
-           readRules in lib/decide.lua), then for l = 1..L:
-           [j-1+3l] limit, [j+3l] window ms, [j+1+3l] burst; the next starts at j+2+3L
+           position j (8 for the first): [j] algorithm, [j+1] its limits ('L;limit,window,burst;…',
+           see readRules in lib/decide.lua); the next starts at j+2
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
            lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for an
            algorithm whose model has `ids` (sliding-log, concurrency: see lib/models.lua) or a
            spend that will be settled, its spend id
-Return the batch's clock reading, then 5 + K values per decision (6 + K with a lockout), as
-       lib/consume-frame.lua returns them after its clock reading; a decision whose deadline had passed answers -1 and zeros
-       (and wrote nothing); one whose evaluation raised an error (e.g. a key of another type)
-       answers -2, the message and zeros, and the other decisions stand
+Return the batch's clock reading, then each decision as writeDecision in lib/decide.lua writes it
+       (its instant decided at is there when it is not the batch's reading); a decision whose
+       deadline had passed answers -1 alone (and wrote nothing); one whose evaluation raised an
+       error (e.g. a key of another type) answers -2 and the message, and the other decisions
+       stand
 ]]
 --#include lib/models.lua
 
 --#include lib/decide.lua
 
--- One decision, as lib/consume-frame.lua makes it, its 5 + K reply values written from reply[n + 1].
-local function decide(reply, n, base, rules, spend, deadline, keyCount, settleLife)
-  if deadline and deadline ~= '' and now > tonumber(deadline) then
+-- One decision, as lib/consume-frame.lua makes it, answered from reply[n + 1] on; returns the index
+-- of its last value.
+local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife)
+  if deadline and deadline ~= '' and now > deadline + 0 then
     reply[n + 1] = -1
-    return
+    return n + 1
   end
-  local model, limitCount = rules.model, rules.count
+  local model, rules = set.model, set.rules
+  local limitCount = rules.count
   local clockNow = now
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   if seen > now then
@@ -48,10 +50,8 @@ local function decide(reply, n, base, rules, spend, deadline, keyCount, settleLi
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end
-  reply[n + 1], reply[n + 2], reply[n + 3] = status(allowed, binding, refusing, limitCount), remaining, behind(wait, clockNow)
-  reply[n + 4], reply[n + 5] = behind(resetAfter, clockNow), now
-  appendResetMarksAt(reply, n + 5, base + keyCount * limitCount, keyCount, spend and allowed)
-  if rules.block then reply[n + 6 + keyCount] = blockedUntil end
+  return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
+    base + keyCount * limitCount, keyCount, spend, rules.block, blockedUntil)
 end
 
 -- Comma-separated values, as many as there are commas plus one (empty ones included).
@@ -73,10 +73,9 @@ local function main()
   for r = 1, number(ARGV[7]) do
     local model = models[ARGV[j]]
     if not model then return redis.error_reply('redlimit: unknown algorithm ' .. tostring(ARGV[j])) end
-    local limitCount, rules = readRules(j + 1)
-    rules.model, rules.count, rules.ids = model, limitCount, model.ids
-    sets[r] = rules
-    j = j + 2 + 3 * limitCount
+    local _, rules = readRules(j + 1)
+    sets[r] = { model = model, rules = rules, ids = model.ids }
+    j = j + 2
   end
   local reply = { batchNow }
   local n, base = 1, 0
@@ -85,30 +84,29 @@ local function main()
     local spend = meta % 2 == 1
     meta = (meta - meta % 2) / 2
     local keyCount = meta % stride
-    local rules = sets[(meta - keyCount) / stride + 1]
+    local set = sets[(meta - keyCount) / stride + 1]
     local settleLife
     cost, settleLife = readCost(ARGV[j + 2])
     j = j + 2
-    if rules.ids or settleLife then
+    if set.ids or settleLife then
       j = j + 1
       spendId = ARGV[j]
     else
       spendId = ''
     end
     now = nows and tonumber(nows[d]) or batchNow
-    local length = 5 + keyCount + (rules.block and 1 or 0)
-    local ok, err = pcall(decide, reply, n, base, rules, spend, deadlines and deadlines[d], keyCount,
+    local ok, last = pcall(decide, reply, n, batchNow, base, set, spend, deadlines and deadlines[d], keyCount,
       settleLife)
-    if not ok then
-      for v = 1, length do reply[n + v] = 0 end
-      reply[n + 1], reply[n + 2] = -2, type(err) == 'table' and err.err or tostring(err)
+    if ok then
+      n = last
     else
-      for v = n + 1, n + length do
-        if reply[v] == nil then reply[v] = 0 end -- a late decision answers -1 and zeros
-      end
+      -- What the failed decision wrote past its answer goes (at most status, remaining, retryAfter,
+      -- resetAfter, decided at, K marks and a lockout's end): the next one's starts after it.
+      for v = n + 3, n + 6 + keyCount do reply[v] = nil end
+      reply[n + 1], reply[n + 2] = -2, type(last) == 'table' and last.err or tostring(last)
+      n = n + 2
     end
-    n = n + length
-    base = base + keyCount * (rules.count + (rules.block and 2 or 1))
+    base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1))
   end
   return reply
 end

@@ -15,13 +15,14 @@ local function readCounter(key, window)
   end
   local stored = rcall('PEXPIRETIME', key)
   if stored <= 0 or stored % window ~= 0 then return 0, nil end -- none, or not a window's end
-  local count = tonumber(rcall('GET', key))
+  local raw = rcall('GET', key)
+  local count = raw and number(raw)
   if not count then return 0, nil end
   return count, stored
 end
 
 local function evaluate(key, limit, window, burst, ev)
-  local windowEnd = (math.floor(now / window) + 1) * window
+  local windowEnd = (floor(now / window) + 1) * window
   local count, stored = readCounter(key, window)
   ev.windowEnd, ev.seen, ev.later = windowEnd, nil, false
   if not stored or stored < windowEnd then
@@ -45,8 +46,8 @@ local function commit(key, ev)
   if customClock then
     rcall('SET', key, string.format('%d:%d', ev.count + cost, ev.windowEnd), 'PXAT', ev.windowEnd + offset)
   elseif ev.count == 0 then
-    rcall('SET', key, cost, 'PXAT', ev.windowEnd)
+    rcall('SET', key, TEXT[cost] or cost, 'PXAT', ev.windowEnd)
   else
-    rcall('INCRBY', key, cost)
+    rcall('INCRBY', key, TEXT[cost] or cost)
   end
 end

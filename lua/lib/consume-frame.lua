@@ -22,14 +22,13 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [5] spend id: unique per spend (members of a sliding log), or ''
        [6] deadline: ms on the same clock as now, or '' for none. A script that runs after it (the
            caller already gave up: a delayed, queued or replayed command) writes nothing
-       [7] L: number of limits ('L:duration:factor:max:forgetAfter' for a policy with a lockout,
-           see readRules in lib/decide.lua), then for l = 1..L: [5 + 3l] limit, [6 + 3l] window
-           ms, [7 + 3l] burst
-Return {the clock's reading, status (allowed, binding limit and refusing key packed: see `status`
-        in lib/decide.lua), remaining, retryAfterMs, resetAfterMs, the instant decided at (the
-        clock's reading, or later when state showed the clock had stepped back: see
-        lib/decide.lua), then per caller key the mark of its last reset, then for a policy with a
-        lockout the end of the latest lockout holding the call back (0: none)}
+       [7] the limits: 'L;limit,window,burst;…', a triple per limit (window in ms; L is
+           'L:duration:factor:max:forgetAfter' for a policy with a lockout, see readRules in
+           lib/decide.lua)
+Return {the clock's reading, then the decision as writeDecision in lib/decide.lua writes it
+        (status, remaining, retryAfterMs when refused, resetAfterMs, the instant decided at when
+        it is not the clock's reading, the caller keys' reset marks when any is set, the end of
+        the latest lockout holding the call back for a policy with a lockout)}
        or {now, -1} when the deadline had passed
 ]]
 --#include lib/decide.lua
@@ -37,7 +36,7 @@ Return {the clock's reading, status (allowed, binding limit and refusing key pac
 local model = { evaluate = evaluate, commit = commit, reset = resetIn }
 
 local function main()
-  if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { now, -1 } end
+  if ARGV[6] ~= '' and now > ARGV[6] + 0 then return { now, -1 } end
 
   local clockNow = now
   local settleLife
@@ -53,9 +52,8 @@ local function main()
   local resetAfter = settle(model, 0, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end -- a refusal spends nothing
-  local reply = { clockNow, status(allowed, binding, refusing, limitCount), remaining, behind(wait, clockNow),
-    behind(resetAfter, clockNow), now }
-  appendResetMarksAt(reply, 6, keyCount * limitCount, keyCount, spend and allowed)
-  if rules.block then reply[7 + keyCount] = blockedUntil end
+  local reply = { clockNow }
+  writeDecision(reply, 1, clockNow, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
+    keyCount * limitCount, keyCount, spend, rules.block, blockedUntil)
   return reply
 end

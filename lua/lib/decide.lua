@@ -208,27 +208,16 @@ end
 
 --[[
 The mark of each caller key's last reset (0: none), from its ledger KEYS[ledgerBase + k] (see
-lib/refund-frame.lua), written to reply[n + 1] on (appendResetMarks: after the last value): a
-spend's receipt keeps them, and a refund gives nothing back on a key whose mark has moved since
-(it was reset after the spend). A peek or a refusal gets zeros.
+lib/refund-frame.lua), appended to reply (lib/stack-frame.lua; the other frames answer through
+writeDecision): a spend's receipt keeps them, and a refund gives nothing back on a key whose mark
+has moved since (it was reset after the spend). A peek or a refusal gets zeros.
 ]]
-local function appendResetMarksAt(reply, n, ledgerBase, keyCount, spend)
+local function appendResetMarks(reply, ledgerBase, keyCount, spend)
+  local n = #reply
   for k = 1, keyCount do
     local mark = spend and rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')
     reply[n + k] = mark and tonumber(mark) or 0
   end
-end
-
-local function appendResetMarks(reply, ledgerBase, keyCount, spend)
-  appendResetMarksAt(reply, #reply, ledgerBase, keyCount, spend)
-end
-
--- Small whole numbers as ARGV strings, read without tonumber (which costs a strtod).
-local SMALL = {}
-for v = 0, 256 do SMALL[v .. ''] = v end -- (no tostring while the library loads)
-
-local function number(text)
-  return SMALL[text] or tonumber(text)
 end
 
 --[[
@@ -247,34 +236,106 @@ local function readCost(text)
 end
 
 --[[
-Reads a decision's limits from ARGV, L at `at`, then {limit, window, burst} triples after it. A
-policy with a lockout sends L as 'L:duration:factor:max:forgetAfter', then ':lifetime' (the policy's
-longest state, ms) when a lockout restarts the count (rules.block; block[5] is false without).
+Reads a decision's limits from ARGV[at], one argument: 'L;limit,window,burst;…' (a triple per
+limit; L is 'L:duration:factor:max:forgetAfter' for a policy with a lockout, then ':lifetime', the
+policy's longest state in ms, when a lockout restarts the count). Returns L and the rules:
+{limit, window, burst} per limit and `block` ({duration, factor, max, forgetAfter, lifetime or
+false}, or nil). A policy sends the same text on every call, so what it reads to is kept, by text,
+for the library's life (up to RULES_KEPT texts, then they start over): the rules are shared and
+never written to.
 ]]
-local function readRules(at)
-  local spec = ARGV[at]
-  local limitCount = SMALL[spec]
+local RULES_KEPT = 512
+local rulesByText, rulesKept = {}, 0
+
+local function parseRules(spec)
+  local head, rest = string.match(spec, '^([^;]*)(.*)$')
+  local limitCount = SMALL[head]
   local block
   if not limitCount then
-    local l, d, f, m, g, r = string.match(spec, '^(%d+):(%d+):([^:]+):(%d+):(%d+):?(%d*)$')
+    local l, d, f, m, g, r = string.match(head, '^(%d+):(%d+):([^:]+):(%d+):(%d+):?(%d*)$')
     if l then
       limitCount, block = tonumber(l), { tonumber(d), tonumber(f), tonumber(m), tonumber(g), tonumber(r) or false }
     else
-      limitCount = tonumber(spec)
+      limitCount = tonumber(head)
     end
   end
-  local rules = { block = block }
-  for l = 1, limitCount do
-    rules[l] = { number(ARGV[at - 2 + 3 * l]), number(ARGV[at - 1 + 3 * l]), number(ARGV[at + 3 * l]) }
+  local rules = { block = block, count = limitCount }
+  local l = 0
+  for limit, window, burst in string.gmatch(rest, ';(%d+),(%d+),(%d+)') do
+    l = l + 1
+    rules[l] = { tonumber(limit), tonumber(window), tonumber(burst) }
   end
-  return limitCount, rules
+  if not limitCount or l ~= limitCount then
+    error('redlimit: malformed limits argument ' .. spec)
+  end
+  return rules
 end
 
+local function readRules(at)
+  local spec = ARGV[at]
+  local rules = rulesByText[spec]
+  if not rules then
+    rules = parseRules(spec)
+    if rulesKept >= RULES_KEPT then rulesByText, rulesKept = {}, 0 end
+    rulesByText[spec], rulesKept = rules, rulesKept + 1
+  end
+  return rules.count, rules
+end
+
+local markValues = {}
+
 --[[
-A decision's answer packed in one number: allowed (0 or 1) + 2 × (binding limit + (L + 1) ×
-refusing key), both 1-based (the key 0 when allowed), L the decision's number of limits. Redis
-converts every reply value, so fewer is faster.
+One decision of lib/consume-frame.lua or batch/consume.lua, answered from reply[n + 1] on with only
+what its caller reads (Redis converts every value a script returns, each costing about as much as
+a short command's argument); returns the index of its last value:
+  status     allowed (1) + 2 when reset marks follow + 4 when the instant decided at follows
+             + 8 × (binding limit + (L + 1) × refusing key), both 1-based (the key 0 when
+             allowed), L the number of limits
+  remaining  whole units left after this call
+  retryAfterMs   only when refused (it is 0 when allowed)
+  resetAfterMs
+  the instant decided at, only when it is not `ref` (the reply's clock reading): later when state
+      showed the clock had stepped back (see judge); on a custom clock, each decision of a batch
+      was made at its own reading
+  each caller key's reset mark (0: none), from its ledger KEYS[ledgerBase + k], only for an
+      allowed spend and only when some key has one: a spend's receipt keeps them, and a refund
+      gives nothing back on a key whose mark has moved since (it was reset after the spend)
+  for a policy with a lockout, the end of the latest lockout holding the call back (0: none)
 ]]
-local function status(allowed, binding, refusing, limitCount)
-  return (allowed and 1 or 0) + 2 * (binding + (limitCount + 1) * refusing)
+local function writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter,
+                             limitCount, ledgerBase, keyCount, spend, block, blockedUntil)
+  local flags, i = allowed and 1 or 0, n + 2
+  reply[i] = remaining
+  if not allowed then
+    i = i + 1
+    reply[i] = behind(wait, clockNow)
+  end
+  i = i + 1
+  reply[i] = behind(resetAfter, clockNow)
+  if now ~= ref then
+    flags, i = flags + 4, i + 1
+    reply[i] = now
+  end
+  if allowed and spend then
+    local any = false
+    for k = 1, keyCount do
+      local mark = rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')
+      if mark then
+        markValues[k], any = tonumber(mark), true
+      else
+        markValues[k] = 0
+      end
+    end
+    if any then
+      flags = flags + 2
+      for k = 1, keyCount do reply[i + k] = markValues[k] end
+      i = i + keyCount
+    end
+  end
+  if block then
+    i = i + 1
+    reply[i] = blockedUntil
+  end
+  reply[n + 1] = flags + 8 * (binding + (limitCount + 1) * refusing)
+  return i
 end

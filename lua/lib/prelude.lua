@@ -19,17 +19,30 @@ local reserved, keep
 -- which may be compensated (see lib/bucket.lua).
 local compensable
 
+-- math.floor, read on the first call (a library being loaded may not read `math`).
+local floor
+
+-- Small whole numbers as ARGV strings, read without tonumber (which costs two strtod in Lua 5.1).
+-- And their text (a number passed to redis.call is printed with snprintf).
+local SMALL, TEXT = {}, {}
+for v = 0, 256 do SMALL[v .. ''], TEXT[v] = v, v .. '' end -- (no tostring while the library loads)
+
+local function number(text)
+  return SMALL[text] or tonumber(text)
+end
+
 local function begin(keys, args)
   KEYS, ARGV, rcall = keys, args, redis.call
+  if not floor then floor = math.floor end
   customClock = args[1] ~= ''
   if not customClock then
     local t = rcall('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    now = t[1] * 1000 + floor(t[2] / 1000) -- (arithmetic reads each string once; tonumber twice)
   else
     now = tonumber(args[1])
   end
-  offset = tonumber(args[2])
-  cost = tonumber(args[3])
+  offset = number(args[2])
+  cost = number(args[3])
   spendId = args[5]
   compensable = false
 end

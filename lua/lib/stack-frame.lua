@@ -17,9 +17,8 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [6] deadline: ms on the same clock as now, or '' for none
        [7] P: number of parts; then per part, from position j (8 for the first):
            [j] algorithm, [j+1] cost (or 'cost:lifetime' for a spend that will be settled, see
-           readCost in lib/decide.lua), [j+2] key count K, [j+3] L (or 'L:…', see readRules), then
-           for l = 1..L:
-           [j+1+3l] limit, [j+2+3l] window ms, [j+3+3l] burst; the next part starts at j+4+3L
+           readCost in lib/decide.lua), [j+2] key count K, [j+3] its limits ('L;limit,window,burst;…',
+           see readRules in lib/decide.lua); the next part starts at j+4
 Return {allowed 0|1, refusing part (1-based: the longest wait, ties to the first; 0 if allowed),
         the clock's reading, the instant decided at (as in lib/consume-frame.lua), then six numbers
         per part, as in lib/consume-frame.lua: remaining, binding limit,
@@ -51,7 +50,7 @@ local function judgeParts(parts, partCount)
 end
 
 local function main()
-  if ARGV[6] ~= '' and now > tonumber(ARGV[6]) then return { -1, now } end
+  if ARGV[6] ~= '' and now > ARGV[6] + 0 then return { -1, now } end
 
   -- '2': the slot group after a refusing one (Cluster): refused whatever it holds, so it spends
   -- nothing and starts the lockouts its keys out of budget would start.
@@ -72,7 +71,7 @@ local function main()
       model = model, cost = partCost, base = base, keyCount = keyCount,
       limitCount = limitCount, rules = rules, settleLife = settleLife,
     }
-    j = j + 4 + 3 * limitCount
+    j = j + 4
     base = base + keyCount * (limitCount + (rules.block and 2 or 1))
   end
 
