@@ -151,7 +151,7 @@ local function judge(model, base, keyCount, limitCount, rules)
     local rule = rules[l]
     for k = 1, keyCount do
       local i = base + (k - 1) * limitCount + l
-      local ev = evaluate(KEYS[i], rule[1], rule[2], rule[3], evaluation(i))
+      local ev = evaluate(KEYS[i], rule[1], rule[2], rule[3], evaluations[i] or evaluation(i))
       if ev.seen and ev.seen > seen then seen = ev.seen end
       if not ev.fits then
         fits = false

@@ -5,7 +5,8 @@ now, offset, cost and spendId (cost is set per part by the stack frame). Include
 sliding-log/consume.lua and stack/consume.lua; see consume.lua for the stored state.
 ]]
 local function evaluate(key, limit, window, burst, ev)
-  local since = '(' .. string.format('%d', now - window)
+  local cut = string.format('%d', now - window) -- members at or before it no longer count
+  local since = '(' .. cut
   local count = rcall('ZCOUNT', key, since, '+inf')
   local fits = count + cost <= limit
   local wait = 0
@@ -14,7 +15,7 @@ local function evaluate(key, limit, window, burst, ev)
     wait = tonumber(oldest[2]) + window - now
   end
   ev.fits, ev.room, ev.wait, ev.seen = fits, limit - count, wait, nil
-  ev.count, ev.since = count, since
+  ev.count, ev.since, ev.cut = count, since, cut
   return ev
 end
 
@@ -26,7 +27,7 @@ local function resetIn(ev, spent, key, limit, window)
 end
 
 local function commit(key, ev, limit, window)
-  rcall('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
+  rcall('ZREMRANGEBYSCORE', key, '-inf', ev.cut)
   if cost == 1 then
     rcall('ZADD', key, now, spendId)
   else
@@ -39,7 +40,12 @@ local function commit(key, ev, limit, window)
       rcall('ZADD', key, unpack(args))
     end
   end
-  -- One window after the newest member (newer than `now` when the clock stepped back).
-  local newest = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
-  rcall('PEXPIREAT', key, math.max(now, tonumber(newest[2])) + window + offset)
+  -- One window after the newest member. Every write leaves a log's expiry at least that for the
+  -- members it holds, so it only ever moves later (GT: newer members than `now`, after the clock
+  -- stepped back, keep theirs); a log that held nothing that counts was emptied above and is new.
+  if ev.count == 0 then
+    rcall('PEXPIREAT', key, now + window + offset)
+  else
+    rcall('PEXPIREAT', key, now + window + offset, 'GT')
+  end
 end

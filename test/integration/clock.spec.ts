@@ -158,8 +158,10 @@ describe.each(stores.filter((b) => b.name !== 'memory'))(
       });
       const key = storageKey(store.prefix, 'k', 'ahead', 0);
       const newest = (await redisNow(key)) + 5_000; // written when TIME read 5 s later
+      // As a spend writes it: the member, and the log's expiry a window past it.
       await backend.client!.zadd(key, newest, 'earlier-spend');
-      await limiter.consume('k');
+      await backend.client!.pexpireat(key, newest + 60_000);
+      await limiter.consume('k'); // reads TIME 5 s before the member: must not shorten its life
       expect(await backend.client!.pexpiretime(key)).toBe(newest + 60_000);
     });
 
