@@ -19,6 +19,17 @@ export interface QueuedDecision {
 }
 
 /**
+ * Whether a decision's script reads its spend id: an algorithm that keeps one entry per spend
+ * (sliding-log, concurrency), or a spend that will be settled (registered in its ledgers). Others
+ * send none (a batch leaves it out; a lone decision sends '': fewer bytes for Redis to copy).
+ */
+export function sendsSpendId(request: SpendRequest, spend: boolean): boolean {
+  return (
+    ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds || (spend && request.settles === true)
+  );
+}
+
+/**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
  * for an algorithm that keeps spend ids, or a spend that will be settled: its spend id).
@@ -67,12 +78,7 @@ export function batchCall(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
       costArg(request, spend),
     );
-    if (
-      ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds ||
-      (spend && request.settles === true)
-    ) {
-      decisions.push(spendId ?? '');
-    }
+    if (sendsSpendId(request, spend)) decisions.push(spendId ?? '');
   }
   if (earliestDeadline !== Infinity) {
     args[2] = earliestDeadline;

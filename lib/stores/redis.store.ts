@@ -2,7 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
-import { batchCall, type QueuedDecision } from './batch-args.util';
+import { batchCall, type QueuedDecision, sendsSpendId } from './batch-args.util';
 import { ClockGate } from './clock-gate';
 import { type ClientPort, clientPort } from './clients/client-port';
 import type { RedisStoreClient } from './clients/redis-client.shape';
@@ -444,7 +444,7 @@ export class RedisStore implements Store {
       this.expiryOffsetMs,
       costArg(request, spend),
       spend ? '1' : '0',
-      spendId ?? '',
+      sendsSpendId(request, spend) ? (spendId ?? '') : '',
       deadline,
       rulesArg(request),
     ])) as number[];
