@@ -1,3 +1,5 @@
+import { atTurnEnd } from './turn-end';
+
 /**
  * Most decisions in one coalesced batch. Small enough that several batches are in flight at
  * once (Redis works on one while this process builds the next), large enough to save most of
@@ -18,6 +20,10 @@ export interface Batchable {
  * the end of this event-loop turn and goes with the other decisions queued for that slot as one
  * batch (at most {@link MAX_BATCH}; a full batch leaves at once). With nothing in flight a decision
  * goes alone at once, so a quiet store adds no latency.
+ *
+ * The batches leave at the end of the turn before any client releases the writes it held (see
+ * {@link atTurnEnd}): on an ioredis Cluster, every batch and every decision sent at once in one
+ * turn reach their master in one socket write.
  *
  * The coalescer only queues and counts; `sendBatch` builds and sends a batch (a batch of one may go
  * as a plain decision). Whoever sends anything that is not a queued decision calls {@link flush}
@@ -45,7 +51,7 @@ export class Coalescer<T extends Batchable> {
     queue.push(item);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => {
+      atTurnEnd('send', () => {
         this.flushScheduled = false;
         this.flush();
       });
