@@ -36,12 +36,25 @@ export class Coalescer<T extends Batchable> {
   private readonly queues = new Map<number, T[]>();
   private flushScheduled = false;
 
-  /** @param sendBatch sends one slot's batch; a throw fails every item of it */
-  constructor(private readonly sendBatch: (batch: T[]) => void) {}
+  /**
+   * @param sendBatch sends one slot's batch; a throw fails every item of it
+   * @param claimTurn Cluster: a decision sent at once claims the end of its turn (see {@link busy})
+   */
+  constructor(
+    private readonly sendBatch: (batch: T[]) => void,
+    private readonly claimTurn = false,
+  ) {}
 
-  /** Whether a decision on this slot should be queued rather than sent at once. */
+  /**
+   * Whether a decision on this slot should be queued rather than sent at once. With `claimTurn`,
+   * a decision about to go at once schedules this turn's flush first, before its client may
+   * schedule a write of its own: a client that writes a turn's commands together at the end of it
+   * (node-redis) then writes the batches queued later in the turn with them, not a turn later.
+   */
   busy(slot: number): boolean {
-    return this.queues.has(slot) || this.inFlight.has(slot);
+    if (this.queues.has(slot) || this.inFlight.has(slot)) return true;
+    if (this.claimTurn) this.scheduleFlush();
+    return false;
   }
 
   /** Queues an item for its slot's next batch. */
@@ -49,14 +62,9 @@ export class Coalescer<T extends Batchable> {
     let queue = this.queues.get(item.slot);
     if (queue === undefined) this.queues.set(item.slot, (queue = []));
     queue.push(item);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      atTurnEnd('send', () => {
-        this.flushScheduled = false;
-        this.flush();
-      });
-    }
-    // A full batch leaves at once: Redis starts on it while this process prepares the next.
+    this.scheduleFlush();
+    // A full batch leaves at once (on a client that holds a turn's writes, at the end of the
+    // turn): Redis starts on it while this process prepares the next.
     if (queue.length >= MAX_BATCH) this.flushSlot(item.slot, queue);
   }
 
@@ -71,6 +79,17 @@ export class Coalescer<T extends Batchable> {
     run.then(done, done);
     return run;
   }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    atTurnEnd('send', this.endTurn);
+  }
+
+  private readonly endTurn = (): void => {
+    this.flushScheduled = false;
+    this.flush();
+  };
 
   /** Sends every queued batch now. */
   flush(): void {

@@ -134,7 +134,7 @@ export class RedisStore implements Store {
   private readonly gate: ClockGate;
   private readonly coalesce: boolean;
   /** Decisions queued per slot while a run is in flight there (see {@link Coalescer}). */
-  private readonly batches = new Coalescer<QueuedDecision>((batch) => this.send(batch));
+  private readonly batches: Coalescer<QueuedDecision>;
   /** Refusals remembered in this process (option `refusalCache`), or undefined when off. */
   private readonly refusals?: RefusalCache;
   /** Cluster: issue order per slot (see {@link SlotTurns}). */
@@ -166,6 +166,7 @@ export class RedisStore implements Store {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }
     this.coalesce = options.coalesce !== false;
+    this.batches = new Coalescer((batch) => this.send(batch), this.cluster);
     const { refusalCache } = options;
     if (refusalCache !== undefined && refusalCache !== false) {
       this.refusals = new RefusalCache(refusalCache, this.clock ?? monotonicNow);
