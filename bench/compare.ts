@@ -178,7 +178,10 @@ function selected(all: readonly Contender[], only: RegExp | undefined): Contende
   if (!only) return [...all];
   const wanted = new Set(all.filter((c) => only.test(c.name)).map((c) => c.name));
   wanted.add(NAMES.floor);
-  if (wanted.has(NAMES.cluster)) wanted.add(NAMES.uncoalesced(1));
+  // Cluster rows are compared with one node running the same store options.
+  if (wanted.has(NAMES.cluster))
+    wanted.add(NAMES.uncoalesced(1)).add(NAMES.ours('fixed-window', 1));
+  if (wanted.has(NAMES.clusterUncoalesced)) wanted.add(NAMES.uncoalesced(1));
   return all.filter((c) => wanted.has(c.name));
 }
 
@@ -199,7 +202,8 @@ async function main(): Promise<void> {
   let shaped: ShapedFloor | undefined;
   try {
     const host = machine(await redisVersion(plain));
-    if (o.cluster && (!o.only || o.only.test(NAMES.cluster))) {
+    const clusterNames = [NAMES.cluster, NAMES.clusterUncoalesced];
+    if (o.cluster && (!o.only || clusterNames.some((name) => o.only!.test(name)))) {
       process.stderr.write('starting a local Redis Cluster (3 masters + 3 replicas)…\n');
       cluster = await startRedisCluster();
       clusterClient = await cluster.createClient();
@@ -331,6 +335,10 @@ async function main(): Promise<void> {
         : undefined;
     const cost = (a: string, field: keyof Sample) =>
       samples.has(a) ? estimate(samples.get(a)!.map((s) => s[field])) : undefined;
+    const costRatio = (a: string, fieldA: keyof Sample, b: string, fieldB: keyof Sample) =>
+      samples.has(a) && samples.has(b)
+        ? estimate(rounds.map((r) => r.get(a)![fieldA] / r.get(b)![fieldB]))
+        : undefined;
     const p99Ratio = (a: string) =>
       latency.has(a) && latency.has(NAMES.floor)
         ? estimate(latencyRounds.map((r) => r.get(a)!.p99 / r.get(NAMES.floor)!.p99))
@@ -400,29 +408,46 @@ async function main(): Promise<void> {
       }),
     );
     const clusterRow = contenders.find((c) => c.on === 'cluster');
+    // Each Cluster row, then the single-node row with the same store options.
+    const clusterPairs = (
+      [
+        [NAMES.cluster, NAMES.ours('fixed-window', 1)],
+        [NAMES.clusterUncoalesced, NAMES.uncoalesced(1)],
+      ] as const
+    ).filter(([name, reference]) => samples.has(name) && samples.has(reference));
     const clusterTable = clusterRow
       ? markdownTable(
           [
             'row',
-            'decisions/s per master',
+            'decisions/s (per master)',
             '× single node `coalesce: false` [95 % interval]',
             'decisions per script run',
             'Redis µs/decision (commandstats, masters)',
-            'Redis CPU µs/decision (all 6 nodes)',
+            'Redis CPU µs/decision: masters',
+            'replicas',
+            'all servers',
+            'masters × single node, same options [95 % interval]',
             'Node CPU µs/decision',
           ],
-          [NAMES.cluster, NAMES.uncoalesced(1)].map((name) => [
-            name,
-            grouped(of(name, 'perSecond')),
-            name === NAMES.cluster ? withInterval(ratio(name, NAMES.uncoalesced(1))!) : '1.00',
-            fixed(of(name, 'decisionsPerScript')),
-            fixed(of(name, 'redisCommandUs')),
-            fixed(of(name, 'redisCpuUs')),
-            fixed(of(name, 'nodeCpuUs')),
-          ]),
+          clusterPairs.flatMap(([name, reference]) =>
+            [name, reference].map((row) => [
+              row,
+              grouped(of(row, 'perSecond')),
+              withInterval(ratio(row, NAMES.uncoalesced(1))!),
+              fixed(of(row, 'decisionsPerScript')),
+              fixed(of(row, 'redisCommandUs')),
+              fixed(of(row, 'redisCpuMastersUs')),
+              row === name ? fixed(of(row, 'redisCpuReplicasUs')) : '–',
+              fixed(of(row, 'redisCpuUs')),
+              row === name
+                ? withInterval(costRatio(row, 'redisCpuMastersUs', reference, 'redisCpuUs')!)
+                : '1.00',
+              fixed(of(row, 'nodeCpuUs')),
+            ]),
+          ),
         )
       : '';
-    const targetList = targets({ ratio, cost, p99Ratio, rate });
+    const targetList = targets({ ratio, cost, costRatio, p99Ratio, rate });
     const markdown = [
       '# redlimit vs the floor and the peers (`npm run bench`)',
       '',
@@ -529,9 +554,16 @@ const LATENCY_METHOD = [
 const CLUSTER_METHOD = (masters: number, cores: number) =>
   [
     `A local Cluster of ${masters} masters and ${masters} replicas (\`test/support/cluster.ts\`),`,
-    'redlimit with default store options on an ioredis Cluster client, in the same shuffled rounds',
-    `as the rows above; its rate is divided by ${masters} (per master) and compared, round by round,`,
-    'with single-node fixed window 1 key `coalesce: false`.',
+    'redlimit on an ioredis Cluster client, with the store default and with `coalesce: false`, in',
+    `the same shuffled rounds as the rows above; its rate is divided by ${masters} (per master).`,
+    'Each Cluster row is followed by the single-node row with the same store options. Redis CPU',
+    '(`INFO cpu`, user + system) per decision is given for the masters, which run the decisions,',
+    'and for the replicas, which apply the writes their masters replicate to them (one node has',
+    'none); "all servers" is their sum. "masters × single node" divides the masters\' CPU per',
+    "decision by the single node's, round by round. A batch holds the decisions of one slot, so",
+    'with callers spread over slots a Cluster decision is a script run of its own (see "decisions',
+    'per script run"); what one event-loop turn sends to a master still reaches it in one socket',
+    'write ([cluster.md](../../docs/cluster.md#throughput-one-write-per-master-per-turn)).',
     `**On this ${cores}-core machine the ${masters * 2} Cluster servers, the bench and the`,
     'single-node server share the same cores**, so per-master figures understate what one master',
     'does on a machine of its own.',

@@ -66,6 +66,7 @@ export const NAMES = {
   throttler: '@nest-lab/throttler-storage-redis (unbatched)',
   throttlerPipelined: '@nest-lab/throttler-storage-redis, pipelined',
   cluster: 'redlimit fixed-window, 1 key, Cluster per master (store default)',
+  clusterUncoalesced: 'redlimit fixed-window, 1 key, Cluster per master, coalesce: false',
   refusalCache: 'redlimit fixed-window, 1 key, locked-out callers, refusalCache (no round trip)',
 } as const;
 
@@ -218,16 +219,22 @@ export function contendersFor(
   }
 
   if (clients.cluster) {
-    const onCluster = new Limiter(
-      new RedisStore({ client: clients.cluster, prefix: `${prefix}rl:` }),
-      {
-        name: pass.policy('fixed-window'),
-        algorithm: 'fixed-window',
-        limit: pass.limit('fixed-window'),
-        window: windowMs,
-      },
-    );
-    add(NAMES.cluster, 'ours', async (i) => check(await onCluster.consume(ipKeys[i]!)), 'cluster');
+    // The same store options as the single-node rows they are compared with.
+    for (const [name, coalesce] of [
+      [NAMES.cluster, true],
+      [NAMES.clusterUncoalesced, false],
+    ] as const) {
+      const onCluster = new Limiter(
+        new RedisStore({ client: clients.cluster, prefix: `${prefix}rl:`, coalesce }),
+        {
+          name: pass.policy('fixed-window'),
+          algorithm: 'fixed-window',
+          limit: pass.limit('fixed-window'),
+          window: windowMs,
+        },
+      );
+      add(name, 'ours', async (i) => check(await onCluster.consume(ipKeys[i]!)), 'cluster');
+    }
   }
   return list;
 }

@@ -15,6 +15,8 @@ export interface Measured {
   ratio(a: string, b: string): Estimate | undefined;
   /** Median over rounds of one of a's per-decision costs, with its interval. */
   cost(a: string, field: keyof Sample): Estimate | undefined;
+  /** Median over rounds of a's cost `fieldA` divided by b's `fieldB` in the same round. */
+  costRatio(a: string, fieldA: keyof Sample, b: string, fieldB: keyof Sample): Estimate | undefined;
   /** Median over latency rounds of a's p99 divided by the floor's in the same round. */
   p99Ratio(a: string): Estimate | undefined;
   /** Median decisions/s of a row over the rounds. */
@@ -104,6 +106,24 @@ export function targets(measured: Measured): Target[] {
     'Cluster per master × single node, fixed window 1 key, `coalesce: false`',
     measured.ratio(NAMES.cluster, NAMES.uncoalesced(1)),
     1,
+  );
+  // Issue 29: Redis CPU per decision on the Cluster's masters against one node, same options.
+  atMost(
+    'Redis CPU per decision, Cluster masters × single node, fixed window 1 key, store default',
+    measured.costRatio(NAMES.cluster, 'redisCpuMastersUs', fixed, 'redisCpuUs'),
+    1.3,
+    '×',
+  );
+  atMost(
+    'Redis CPU per decision, Cluster masters × single node, fixed window 1 key, `coalesce: false`',
+    measured.costRatio(
+      NAMES.clusterUncoalesced,
+      'redisCpuMastersUs',
+      NAMES.uncoalesced(1),
+      'redisCpuUs',
+    ),
+    1.3,
+    '×',
   );
   // Issue 14: refused (locked-out) callers kept away from Redis by the refusal cache.
   atLeast(

@@ -13,8 +13,12 @@ export interface Sample {
   readonly nodeCpuUs: number;
   /** `INFO commandstats` time of the commands sent, per decision (NaN when not measured). */
   readonly redisCommandUs: number;
-  /** Redis server CPU (`INFO cpu`) per decision (NaN when not measured). */
+  /** Redis server CPU (`INFO cpu`) per decision, every server of the row (NaN when not measured). */
   readonly redisCpuUs: number;
+  /** Of it, the CPU of the servers that ran the decisions (one node; the masters on Cluster). */
+  readonly redisCpuMastersUs: number;
+  /** Of it, the CPU of the replicas, which apply what their masters replicate (0 on one node). */
+  readonly redisCpuReplicasUs: number;
   /** Decisions per script run (EVAL, EVALSHA and FCALL calls counted by Redis); NaN without. */
   readonly decisionsPerScript: number;
   /** Commands Redis ran per decision (every command but the bench's own, see redisCost). */
@@ -60,7 +64,12 @@ export async function sample(
   const run = await measure(contender, seconds, callers, concurrency);
   const after = await Promise.all(admins.map(redisCost));
   let cpuSeconds = 0;
-  after.forEach((cost, i) => (cpuSeconds += cost.cpuSeconds - before[i]!.cpuSeconds));
+  let masterCpuSeconds = 0;
+  after.forEach((cost, i) => {
+    const used = cost.cpuSeconds - before[i]!.cpuSeconds;
+    cpuSeconds += used;
+    if (masters.includes(admins[i]!)) masterCpuSeconds += used;
+  });
   let commandUsec = 0;
   let scripts = 0;
   let commands = 0;
@@ -75,6 +84,8 @@ export async function sample(
     nodeCpuUs: run.nodeCpuUs,
     redisCommandUs: commandUsec / run.decisions,
     redisCpuUs: (cpuSeconds * 1e6) / run.decisions,
+    redisCpuMastersUs: (masterCpuSeconds * 1e6) / run.decisions,
+    redisCpuReplicasUs: ((cpuSeconds - masterCpuSeconds) * 1e6) / run.decisions,
     decisionsPerScript: scripts ? run.decisions / scripts : NaN,
     commandsPerDecision: commands / run.decisions,
   };
