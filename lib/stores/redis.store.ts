@@ -78,8 +78,8 @@ export interface RedisStoreOptions {
    * deadline: observably the same as separate calls in that order. A decision that finds nothing
    * in flight is sent at once, alone, as without coalescing. Default `true`. On Cluster a batch
    * holds the decisions of one slot (a hot key under attack, an app-wide budget); decisions on
-   * different slots go one by one (an ioredis Cluster client with `enableAutoPipelining` shares
-   * their writes).
+   * different slots are script runs of their own, and what one event-loop turn sends to a master
+   * (batches, decisions sent at once) reaches it in one socket write.
    */
   readonly coalesce?: boolean;
   /**
