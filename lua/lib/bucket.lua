@@ -34,7 +34,9 @@ exact too. At most PENDING_CAP entries (the oldest goes first); a compensation w
 after a refund of a later spend lowered its segment by a bound, falls back to the refund rule:
 never more than exact.
 
-Requires decode(raw, capacity, limit) -> state or nil  and  encode(state, capacity, limit).
+Requires decode(raw, capacity, limit, full) -> state, or nil for none or a full bucket (`full`:
+also prevM and prevLastAt, which only a refund or an adjustment reads)  and  encode(state,
+capacity, limit).
 ]]
 
 -- Floor and ceiling of x / y for whole numbers, exact in doubles.
@@ -96,10 +98,10 @@ local function lowerAfter(list, at, back)
   end
 end
 
-local function load(key, limit, window, burst)
+local function load(key, limit, window, burst, full)
   local capacity = burst * window
   local raw = rcall('GET', key)
-  local state = raw and decode(raw, capacity, limit)
+  local state = raw and decode(raw, capacity, limit, full)
   if not state or state.b <= 0 then return EMPTY, capacity end -- full: the busy period is over
   return state, capacity -- (a backlog above capacity is a debt: a spend adjusted up)
 end
@@ -152,7 +154,7 @@ local function commit(key, ev, limit)
 end
 
 local function refund(key, limit, window, burst, at)
-  local s, capacity = load(key, limit, window, burst)
+  local s, capacity = load(key, limit, window, burst, true)
   if s.b == 0 or at < s.busyStart then return 0 end
   local back = math.min(cost * window, s.b)
   local latest = at == s.lastAt -- (not >=: after the clock stepped back, a later `at` is no proof)
@@ -197,7 +199,7 @@ end
 -- after it rises by exactly that (the running minimums stay bounds). Once it has been full since,
 -- the spend weighs on nothing, as for a refund: nothing is added.
 local function charge(key, limit, window, burst, at)
-  local s, capacity = load(key, limit, window, burst)
+  local s, capacity = load(key, limit, window, burst, true)
   if s.b == 0 or at < s.busyStart then return 0 end
   local units = cost * window
   local pending = openPending(s)

@@ -5,10 +5,18 @@ are any, ":pending" (lib/pending.lua): the theoretical arrival time as whole ms 
 before the tat (-1 for "none"); m and prevM. Converted to and from the state table that
 lib/bucket.lua works on, whose backlog is (tat - now) * limit + rem. Ages are clamped at 0, so a
 Redis clock that steps back cannot leave state that no longer parses.
+
+Read as lib/token-bucket-state.lua reads its state: one match of the fields as encode writes them,
+each converted once, anything else by the general reading (readAny); prevM and prevLastAt only
+when `full`.
 ]]
 --#include lib/pending.lua
 
-local function decode(raw, capacity, limit)
+local FIELDS = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)(.*)$'
+local FIELDS5 = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):%-?%d+:%-?%d+(.*)$'
+
+-- Any text the fields' pattern does not take: split at ':' and tonumber, as it always was read.
+local function readAny(raw, capacity, limit)
   local f = {}
   for n in string.gmatch(raw, '[^:]+') do f[#f + 1] = n end
   if #f ~= 7 and #f ~= 8 then return nil end
@@ -22,12 +30,47 @@ local function decode(raw, capacity, limit)
   }
 end
 
+-- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read).
+local function decode(raw, capacity, limit, full)
+  local tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest
+  if full then
+    tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
+  else
+    tat, rem, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
+  end
+  local pending = NO_PENDING
+  if rest ~= '' then
+    local text = rest and string.match(rest, '^:([^:]+)$')
+    if not text then return readAny(raw, capacity, limit) end
+    pending = text
+  end
+  tat = tat + 0
+  local b = (tat - now) * limit + rem
+  if b <= 0 then return nil end
+  busyAge, lastAge = busyAge + 0, lastAge + 0
+  local s = {
+    b = b, busyStart = busyAge < 0 and -1 or tat - busyAge, m = m + 0,
+    lastAt = lastAge < 0 and -1 or tat - lastAge, pending = pending,
+  }
+  if pending ~= NO_PENDING then s.pending = readPending(pending, tat) end
+  if full then
+    prevLastAge = prevLastAge + 0
+    s.prevM, s.prevLastAt = prevM + 0, prevLastAge < 0 and -1 or tat - prevLastAge
+  end
+  return s
+end
+
 local function encode(s, capacity, limit)
-  local ahead = math.floor(s.b / limit)
-  if ahead * limit > s.b then ahead = ahead - 1 end
+  local b = s.b
+  local ahead = math.floor(b / limit)
+  if ahead * limit > b then ahead = ahead - 1 end
   local tat = now + ahead
-  local function age(t) if t < 0 then return -1 end return math.max(0, tat - t) end
-  return string.format('%d:%d:%d:%d:%d:%d:%d',
-    tat, s.b - ahead * limit, age(s.busyStart), s.m, age(s.lastAt), s.prevM, age(s.prevLastAt))
-    .. writePending(s.pending, tat)
+  local busy, last, prevLast = s.busyStart, s.lastAt, s.prevLastAt
+  -- Ages before the tat: -1 for none, else clamped at 0.
+  if busy < 0 then busy = -1 elseif busy < tat then busy = tat - busy else busy = 0 end
+  if last < 0 then last = -1 elseif last < tat then last = tat - last else last = 0 end
+  if prevLast < 0 then prevLast = -1 elseif prevLast < tat then prevLast = tat - prevLast else prevLast = 0 end
+  local text = string.format('%d:%d:%d:%d:%d:%d:%d', tat, b - ahead * limit, busy, s.m, last, s.prevM, prevLast)
+  if #s.pending == 0 then return text end
+  return text .. writePending(s.pending, tat)
 end

@@ -4,10 +4,19 @@ and, while there are any, ":pending" (lib/pending.lua): tokens (in units) at the
 busy period's start and the latest spends as ages before `at` (short numbers; -1 for "none"); m
 and prevM. Converted to and from the state table that lib/bucket.lua works on. Ages are clamped at
 0: Redis TIME can step back (NTP, a failover to a node whose clock lags), and state must survive it.
+
+Every decision on a caller whose bucket is not yet full again reads this, so it is read with one
+match of the fields as encode writes them (whole numbers) and each converted once (`x + 0`:
+Lua 5.1's tonumber converts twice); anything else takes the general reading (readAny), so state
+reads as it always has. A decision (`full` false) never reads prevM and prevLastAt: it skips them.
 ]]
 --#include lib/pending.lua
 
-local function decode(raw, capacity, limit)
+local FIELDS = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)(.*)$'
+local FIELDS5 = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):%-?%d+:%-?%d+(.*)$'
+
+-- Any text the fields' pattern does not take: split at ':' and tonumber, as it always was read.
+local function readAny(raw, capacity, limit)
   local f = {}
   for n in string.gmatch(raw, '[^:]+') do f[#f + 1] = n end
   if #f ~= 7 and #f ~= 8 then return nil end
@@ -21,9 +30,43 @@ local function decode(raw, capacity, limit)
   }
 end
 
+-- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read).
+local function decode(raw, capacity, limit, full)
+  local tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest
+  if full then
+    tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
+  else
+    tokens, at, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
+  end
+  local pending = NO_PENDING
+  if rest ~= '' then
+    local text = rest and string.match(rest, '^:([^:]+)$')
+    if not text then return readAny(raw, capacity, limit) end
+    pending = text
+  end
+  at = at + 0
+  local b = capacity - tokens - (now - at) * limit
+  if b <= 0 then return nil end
+  busyAge, lastAge = busyAge + 0, lastAge + 0
+  local s = {
+    b = b, busyStart = busyAge < 0 and -1 or at - busyAge, m = m + 0,
+    lastAt = lastAge < 0 and -1 or at - lastAge, pending = pending,
+  }
+  if pending ~= NO_PENDING then s.pending = readPending(pending, at) end
+  if full then
+    prevLastAge = prevLastAge + 0
+    s.prevM, s.prevLastAt = prevM + 0, prevLastAge < 0 and -1 or at - prevLastAge
+  end
+  return s
+end
+
 local function encode(s, capacity)
-  local function age(t) if t < 0 then return -1 end return math.max(0, now - t) end
-  return string.format('%d:%d:%d:%d:%d:%d:%d',
-    capacity - s.b, now, age(s.busyStart), s.m, age(s.lastAt), s.prevM, age(s.prevLastAt))
-    .. writePending(s.pending, now)
+  local busy, last, prevLast = s.busyStart, s.lastAt, s.prevLastAt
+  -- Ages before now: -1 for none, else clamped at 0.
+  if busy < 0 then busy = -1 elseif busy < now then busy = now - busy else busy = 0 end
+  if last < 0 then last = -1 elseif last < now then last = now - last else last = 0 end
+  if prevLast < 0 then prevLast = -1 elseif prevLast < now then prevLast = now - prevLast else prevLast = 0 end
+  local text = string.format('%d:%d:%d:%d:%d:%d:%d', capacity - s.b, now, busy, s.m, last, s.prevM, prevLast)
+  if #s.pending == 0 then return text end
+  return text .. writePending(s.pending, now)
 end
