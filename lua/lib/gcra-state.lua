@@ -44,18 +44,18 @@ local function decode(raw, capacity, limit, full)
     if not text then return readAny(raw, capacity, limit) end
     pending = text
   end
-  tat = tat + 0
+  tat = tat - 0
   local b = (tat - now) * limit + rem
   if b <= 0 then return nil end
-  busyAge, lastAge = busyAge + 0, lastAge + 0
+  busyAge, lastAge = busyAge - 0, lastAge - 0
   local s = {
-    b = b, busyStart = busyAge < 0 and -1 or tat - busyAge, m = m + 0,
+    b = b, busyStart = busyAge < 0 and -1 or tat - busyAge, m = m - 0,
     lastAt = lastAge < 0 and -1 or tat - lastAge, pending = pending,
   }
   if pending ~= NO_PENDING then s.pending = readPending(pending, tat) end
   if full then
-    prevLastAge = prevLastAge + 0
-    s.prevM, s.prevLastAt = prevM + 0, prevLastAge < 0 and -1 or tat - prevLastAge
+    prevLastAge = prevLastAge - 0
+    s.prevM, s.prevLastAt = prevM - 0, prevLastAge < 0 and -1 or tat - prevLastAge
   end
   return s
 end

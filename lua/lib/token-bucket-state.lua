@@ -6,8 +6,8 @@ and prevM. Converted to and from the state table that lib/bucket.lua works on. A
 0: Redis TIME can step back (NTP, a failover to a node whose clock lags), and state must survive it.
 
 Every decision on a caller whose bucket is not yet full again reads this, so it is read with one
-match of the fields as encode writes them (whole numbers) and each converted once (`x + 0`:
-Lua 5.1's tonumber converts twice); anything else takes the general reading (readAny), so state
+match of the fields as encode writes them (whole numbers) and each converted once (`x - 0`, which
+keeps a -0 as tonumber does: Lua 5.1's tonumber converts twice); anything else takes the general reading (readAny), so state
 reads as it always has. A decision (`full` false) never reads prevM and prevLastAt: it skips them.
 ]]
 --#include lib/pending.lua
@@ -44,18 +44,18 @@ local function decode(raw, capacity, limit, full)
     if not text then return readAny(raw, capacity, limit) end
     pending = text
   end
-  at = at + 0
+  at = at - 0
   local b = capacity - tokens - (now - at) * limit
   if b <= 0 then return nil end
-  busyAge, lastAge = busyAge + 0, lastAge + 0
+  busyAge, lastAge = busyAge - 0, lastAge - 0
   local s = {
-    b = b, busyStart = busyAge < 0 and -1 or at - busyAge, m = m + 0,
+    b = b, busyStart = busyAge < 0 and -1 or at - busyAge, m = m - 0,
     lastAt = lastAge < 0 and -1 or at - lastAge, pending = pending,
   }
   if pending ~= NO_PENDING then s.pending = readPending(pending, at) end
   if full then
-    prevLastAge = prevLastAge + 0
-    s.prevM, s.prevLastAt = prevM + 0, prevLastAge < 0 and -1 or at - prevLastAge
+    prevLastAge = prevLastAge - 0
+    s.prevM, s.prevLastAt = prevM - 0, prevLastAge < 0 and -1 or at - prevLastAge
   end
   return s
 end
