@@ -51,14 +51,54 @@ export interface Pass {
   readonly neverRefuses: boolean;
 }
 
+/**
+ * A policy's numbers, which decide whether a bucket's state outlives the gap between a caller's
+ * decisions: at 2,000 callers and ~70,000 decisions/s a caller comes back every ~30 ms.
+ */
+export interface PolicyShape {
+  /** How rows and targets name it. */
+  readonly label: string;
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/**
+ * The throughput pass's policy (sliding log aside, see compare.ts): a spend leaves a token bucket
+ * or GCRA 3.6 ms of backlog, so its state has expired before the caller's next decision, which
+ * starts from a full bucket (nothing to read).
+ */
+export const PER_HOUR: PolicyShape = {
+  label: '10^6 per hour',
+  limit: 1_000_000,
+  windowMs: 3_600_000,
+};
+
+/**
+ * The second shape: a spend leaves 86.4 ms of backlog, so the state stays between a caller's
+ * decisions and every decision reads and rewrites it. Never refuses in a run (a caller spends a
+ * few thousand of its 10^6).
+ */
+export const PER_DAY: PolicyShape = {
+  label: '10^6 per day',
+  limit: 1_000_000,
+  windowMs: 86_400_000,
+};
+
+/** Algorithms that also run in {@link PER_DAY} (one key): the buckets, and fixed window as a control. */
+export const PER_DAY_ALGORITHMS: readonly Algorithm[] = ['token-bucket', 'gcra', 'fixed-window'];
+
 /** Row names the targets and the reference ratios refer to. */
 export const NAMES = {
   floor: 'floor: EVALSHA INCR+PEXPIRE (unbatched)',
   floorPipelined: 'floor: EVALSHA INCR+PEXPIRE, pipelined',
   floorShaped: "floor in redlimit's call shape (unbatched)",
   get: 'floor: GET (unbatched)',
+  /** In the pass's policy ({@link PER_HOUR} in the throughput pass). */
   ours: (algorithm: Algorithm, keys: 1 | 2) =>
     `redlimit ${algorithm}, ${keys} key${keys > 1 ? 's' : ''} (coalesced)`,
+  /** One key in another policy shape. */
+  shaped: (algorithm: Algorithm, shape: PolicyShape) =>
+    `redlimit ${algorithm}, 1 key, ${shape.label} (coalesced)`,
   uncoalesced: (keys: 1 | 2) =>
     `redlimit fixed-window, ${keys} key${keys > 1 ? 's' : ''}, coalesce: false (unbatched)`,
   flexible: 'rate-limiter-flexible (unbatched)',
@@ -141,6 +181,26 @@ export function contendersFor(
     const limiter = coalesced.get(algorithm)!;
     add(NAMES.ours(algorithm, 1), 'ours', async (i) => check(await limiter.consume(ipKeys[i]!)));
     add(NAMES.ours(algorithm, 2), 'ours', async (i) => check(await limiter.consume(pairs[i]!)));
+  }
+  // The buckets (and fixed window as a control) in a shape whose state stays between decisions.
+  // Throughput only: in the memory pass every row uses the pass's policy.
+  if (pass.neverRefuses) {
+    const store = new RedisStore({ client: plain, prefix: `${prefix}rl:` });
+    for (const algorithm of PER_DAY_ALGORITHMS) {
+      const limiter = new Limiter(store, {
+        name: `${pass.policy(algorithm)}-per-day`,
+        algorithm,
+        limit: PER_DAY.limit,
+        window: PER_DAY.windowMs,
+      });
+      add(
+        NAMES.shaped(algorithm, PER_DAY),
+        'ours',
+        async (i) => check(await limiter.consume(ipKeys[i]!)),
+        'node',
+        { noFootprint: true },
+      );
+    }
   }
   const uncoalesced = limiters(
     new RedisStore({ client: plain, prefix: `${prefix}rl:`, coalesce: false }),

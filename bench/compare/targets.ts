@@ -1,12 +1,13 @@
 /**
- * The targets of issue 13 (part 2) and issue 14 (the refusal cache), each judged on the interval of what was measured in this run:
+ * The targets of issue 13 (part 2), issue 14 (the refusal cache) and issue 29 (the buckets in
+ * every policy shape), each judged on the interval of what was measured in this run:
  * a "≥" target is met only when the interval's lower bound is at or above it, a "≤" target only
  * when the upper bound is at or below it. On a loaded machine nothing is judged.
  */
 import { ALGORITHMS } from '../../lib/core/policy';
 import { markdownTable } from '../support/report.util';
 import { type Estimate, withInterval } from '../support/stats.util';
-import { NAMES } from './contenders';
+import { NAMES, PER_DAY, PER_HOUR } from './contenders';
 import type { Sample } from './throughput';
 
 /** What the targets read from the run; undefined where a row was not measured. */
@@ -44,11 +45,20 @@ export function targets(measured: Measured): Target[] {
   );
   for (const algorithm of ALGORITHMS) {
     if (algorithm === 'fixed-window') continue;
+    const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
     atLeast(
-      `${algorithm}, 1 key, default × floor`,
+      `${algorithm}, 1 key${bucket ? `, ${PER_HOUR.label}` : ''}, default × floor`,
       measured.ratio(NAMES.ours(algorithm, 1), NAMES.floor),
       algorithm === 'sliding-log' ? 0.9 : 1.2,
     );
+    // Issue 29: the buckets in every policy shape the bench runs.
+    if (bucket) {
+      atLeast(
+        `${algorithm}, 1 key, ${PER_DAY.label}, default × floor`,
+        measured.ratio(NAMES.shaped(algorithm, PER_DAY), NAMES.floor),
+        1.2,
+      );
+    }
   }
   atLeast(
     'fixed window, 1 key, `coalesce: false` × floor',
