@@ -34,9 +34,9 @@ exact too. At most PENDING_CAP entries (the oldest goes first); a compensation w
 after a refund of a later spend lowered its segment by a bound, falls back to the refund rule:
 never more than exact.
 
-Requires decode(raw, capacity, limit, full) -> state, or nil for none or a full bucket (`full`:
-also prevM and prevLastAt, which only a refund or an adjustment reads)  and  encode(state,
-capacity, limit).
+Requires decode(raw, capacity, limit, into) -> state, or nil for none or a full bucket (`into`: a
+table to fill for a decision, which reads no prevM or prevLastAt, so they are left out; nil: a new
+table with every field, for a refund or an adjustment)  and  encode(state, capacity, limit).
 ]]
 
 -- Floor and ceiling of x / y for whole numbers, exact in doubles.
@@ -98,10 +98,10 @@ local function lowerAfter(list, at, back)
   end
 end
 
-local function load(key, limit, window, burst, full)
+local function load(key, limit, window, burst, into)
   local capacity = burst * window
   local raw = rcall('GET', key)
-  local state = raw and decode(raw, capacity, limit, full)
+  local state = raw and decode(raw, capacity, limit, into)
   if not state or state.b <= 0 then return EMPTY, capacity end -- full: the busy period is over
   return state, capacity -- (a backlog above capacity is a debt: a spend adjusted up)
 end
@@ -115,7 +115,13 @@ local function store(key, state, capacity, limit)
 end
 
 local function evaluate(key, limit, window, burst, ev)
-  local state, capacity = load(key, limit, window, burst)
+  -- The state is read into a table of the evaluation's own (`ev` is reused call after call).
+  local own = ev.bucketState
+  if not own then
+    own = {}
+    ev.bucketState = own
+  end
+  local state, capacity = load(key, limit, window, burst, own)
   local b = state.b
   local units = cost * window
   local fits = b + units <= capacity
@@ -132,13 +138,19 @@ end
 
 local function commit(key, ev, limit)
   local s = ev.state
-  local next = { b = s.b + ev.units, lastAt = now, prevM = s.m, prevLastAt = s.lastAt }
+  local next -- (every field in the constructor: no table grown field by field)
   if s.b == 0 then
-    next.busyStart, next.m, next.prevM, next.prevLastAt = now, -1, -1, -1
+    next = {
+      b = ev.units, busyStart = now, m = -1, lastAt = now, prevM = -1, prevLastAt = -1, pending = NO_PENDING,
+    }
   else
-    -- (a clock behind the period's start: this spend still belongs to the period)
-    next.busyStart = math.min(s.busyStart, now)
-    next.m = (s.m < 0 or s.b < s.m) and s.b or s.m
+    next = {
+      b = s.b + ev.units,
+      -- (a clock behind the period's start: this spend still belongs to the period)
+      busyStart = s.busyStart < now and s.busyStart or now,
+      m = (s.m < 0 or s.b < s.m) and s.b or s.m,
+      lastAt = now, prevM = s.m, prevLastAt = s.lastAt, pending = NO_PENDING,
+    }
   end
   local pending = s.pending -- (none once the bucket was full: the period is over)
   if #pending > 0 or compensable then pending = openPending(s) end
@@ -154,7 +166,7 @@ local function commit(key, ev, limit)
 end
 
 local function refund(key, limit, window, burst, at)
-  local s, capacity = load(key, limit, window, burst, true)
+  local s, capacity = load(key, limit, window, burst)
   if s.b == 0 or at < s.busyStart then return 0 end
   local back = math.min(cost * window, s.b)
   local latest = at == s.lastAt -- (not >=: after the clock stepped back, a later `at` is no proof)
@@ -199,7 +211,7 @@ end
 -- after it rises by exactly that (the running minimums stay bounds). Once it has been full since,
 -- the spend weighs on nothing, as for a refund: nothing is added.
 local function charge(key, limit, window, burst, at)
-  local s, capacity = load(key, limit, window, burst, true)
+  local s, capacity = load(key, limit, window, burst)
   if s.b == 0 or at < s.busyStart then return 0 end
   local units = cost * window
   local pending = openPending(s)

@@ -7,8 +7,8 @@ lib/bucket.lua works on, whose backlog is (tat - now) * limit + rem. Ages are cl
 Redis clock that steps back cannot leave state that no longer parses.
 
 Read as lib/token-bucket-state.lua reads its state: one match of the fields as encode writes them,
-each converted once, anything else by the general reading (readAny); prevM and prevLastAt only
-when `full`.
+each converted once, anything else by the general reading (readAny); a decision skips prevM and
+prevLastAt and reads into a table it keeps.
 ]]
 --#include lib/pending.lua
 
@@ -30,10 +30,11 @@ local function readAny(raw, capacity, limit)
   }
 end
 
--- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read).
-local function decode(raw, capacity, limit, full)
+-- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read):
+-- written into `into` without prevM and prevLastAt, or, without `into`, a new table with them.
+local function decode(raw, capacity, limit, into)
   local tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest
-  if full then
+  if not into then
     tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
   else
     tat, rem, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
@@ -48,16 +49,19 @@ local function decode(raw, capacity, limit, full)
   local b = (tat - now) * limit + rem
   if b <= 0 then return nil end
   busyAge, lastAge = busyAge - 0, lastAge - 0
-  local s = {
-    b = b, busyStart = busyAge < 0 and -1 or tat - busyAge, m = m - 0,
-    lastAt = lastAge < 0 and -1 or tat - lastAge, pending = pending,
-  }
-  if pending ~= NO_PENDING then s.pending = readPending(pending, tat) end
-  if full then
-    prevLastAge = prevLastAge - 0
-    s.prevM, s.prevLastAt = prevM - 0, prevLastAge < 0 and -1 or tat - prevLastAge
+  local busyStart = busyAge < 0 and -1 or tat - busyAge
+  local lastAt = lastAge < 0 and -1 or tat - lastAge
+  if into then
+    into.b, into.busyStart, into.m, into.lastAt = b, busyStart, m - 0, lastAt
+    into.pending = pending == NO_PENDING and pending or readPending(pending, tat)
+    return into
   end
-  return s
+  prevLastAge = prevLastAge - 0
+  return {
+    b = b, busyStart = busyStart, m = m - 0, lastAt = lastAt, prevM = prevM - 0,
+    prevLastAt = prevLastAge < 0 and -1 or tat - prevLastAge,
+    pending = pending == NO_PENDING and pending or readPending(pending, tat),
+  }
 end
 
 local function encode(s, capacity, limit)

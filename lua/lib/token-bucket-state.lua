@@ -6,9 +6,10 @@ and prevM. Converted to and from the state table that lib/bucket.lua works on. A
 0: Redis TIME can step back (NTP, a failover to a node whose clock lags), and state must survive it.
 
 Every decision on a caller whose bucket is not yet full again reads this, so it is read with one
-match of the fields as encode writes them (whole numbers) and each converted once (`x - 0`, which
-keeps a -0 as tonumber does: Lua 5.1's tonumber converts twice); anything else takes the general reading (readAny), so state
-reads as it always has. A decision (`full` false) never reads prevM and prevLastAt: it skips them.
+match of the fields as encode writes them (whole numbers), each converted once (`x - 0`, which
+keeps a -0 as tonumber does; Lua 5.1's tonumber converts twice); anything else takes the general
+reading (readAny), so state reads as it always has. A decision never reads prevM and prevLastAt:
+it skips them, and reads into a table it keeps from call to call (see `decode`).
 ]]
 --#include lib/pending.lua
 
@@ -30,10 +31,11 @@ local function readAny(raw, capacity, limit)
   }
 end
 
--- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read).
-local function decode(raw, capacity, limit, full)
+-- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read):
+-- written into `into` without prevM and prevLastAt, or, without `into`, a new table with them.
+local function decode(raw, capacity, limit, into)
   local tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest
-  if full then
+  if not into then
     tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
   else
     tokens, at, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
@@ -48,16 +50,19 @@ local function decode(raw, capacity, limit, full)
   local b = capacity - tokens - (now - at) * limit
   if b <= 0 then return nil end
   busyAge, lastAge = busyAge - 0, lastAge - 0
-  local s = {
-    b = b, busyStart = busyAge < 0 and -1 or at - busyAge, m = m - 0,
-    lastAt = lastAge < 0 and -1 or at - lastAge, pending = pending,
-  }
-  if pending ~= NO_PENDING then s.pending = readPending(pending, at) end
-  if full then
-    prevLastAge = prevLastAge - 0
-    s.prevM, s.prevLastAt = prevM - 0, prevLastAge < 0 and -1 or at - prevLastAge
+  local busyStart = busyAge < 0 and -1 or at - busyAge
+  local lastAt = lastAge < 0 and -1 or at - lastAge
+  if into then
+    into.b, into.busyStart, into.m, into.lastAt = b, busyStart, m - 0, lastAt
+    into.pending = pending == NO_PENDING and pending or readPending(pending, at)
+    return into
   end
-  return s
+  prevLastAge = prevLastAge - 0
+  return {
+    b = b, busyStart = busyStart, m = m - 0, lastAt = lastAt, prevM = prevM - 0,
+    prevLastAt = prevLastAge < 0 and -1 or at - prevLastAge,
+    pending = pending == NO_PENDING and pending or readPending(pending, at),
+  }
 end
 
 local function encode(s, capacity)

@@ -5,11 +5,12 @@ import type Redis from 'ioredis';
 import { createTestClient } from '../support/redis';
 
 // lua/lib/token-bucket-state.lua and lua/lib/gcra-state.lua against the versions before 75c899d
-// (one match of the fields and one conversion each instead of a split and tonumber; prevM and
-// prevLastAt skipped when not `full`; nil for a bucket full again): the same state writes the
-// same text, and any text (as any version wrote it, or not) reads as the same state, or as none
-// when either reads none or a full bucket (lib/bucket.lua's load treats both alike). Stored state
-// is shared by processes of both versions during a rolling deploy.
+// (one match of the fields and one conversion each instead of a split and tonumber; a decision's
+// reading skips prevM and prevLastAt and fills a table it keeps; nil for a bucket full again):
+// the same state writes the same text, and any text (as any version wrote it, or not) reads as
+// the same state, or as none when either reads none or a full bucket (lib/bucket.lua's load
+// treats both alike). Stored state is shared by processes of both versions during a rolling
+// deploy.
 
 const RUNS = Number(process.env.REDLIMIT_PROPERTY_RUNS ?? 200);
 const root = join(__dirname, '..', '..');
@@ -40,7 +41,9 @@ local capacity, limit = tonumber(ARGV[3]), tonumber(ARGV[4])
 local function n(x) return string.format('%.17g', x) end
 if ARGV[2] == 'decode' then
   local full = ARGV[6] == '1'
-  local s = decode(ARGV[5], capacity, limit, full)
+  -- A decision's reading fills a table it keeps: here one a previous reading left full of values.
+  local into = not full and { b = 7, busyStart = 7, m = 7, lastAt = 7, pending = { { id = 'old', at = 7, seg = 7, expires = 7 } } }
+  local s = decode(ARGV[5], capacity, limit, into or nil)
   if not s or s.b <= 0 then return 'none' end
   local out = { n(s.b), n(s.busyStart), n(s.m), n(s.lastAt) }
   if full then out[5], out[6] = n(s.prevM), n(s.prevLastAt) end
