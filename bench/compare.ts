@@ -543,7 +543,8 @@ const METHOD = [
   'bucket or GCRA spend then leaves 3.6 ms of backlog and its state is gone before the caller',
   `comes back, so the rows marked "${PER_DAY.label}" run token bucket and GCRA (and fixed window,`,
   'as a control) where a spend leaves 86.4 ms: the state stays, and every decision reads and',
-  'rewrites it.',
+  'rewrites it (as long as a caller comes back within 86.4 ms: over 2,000 callers, above about',
+  '23,000 decisions/s).',
 ].join('\n');
 
 const TARGETS_METHOD = [

@@ -75,8 +75,8 @@ export const PER_HOUR: PolicyShape = {
 
 /**
  * The second shape: a spend leaves 86.4 ms of backlog, so the state stays between a caller's
- * decisions and every decision reads and rewrites it. Never refuses in a run (a caller spends a
- * few thousand of its 10^6).
+ * decisions (over 2,000 callers, at more than ~23,000 decisions/s) and every decision reads and
+ * rewrites it. Never refuses in a run (a caller spends a few thousand of its 10^6).
  */
 export const PER_DAY: PolicyShape = {
   label: '10^6 per day',
