@@ -93,32 +93,69 @@ export function limitArgs(request: SpendRequest): Array<number | string> {
   return args;
 }
 
-/** The text of {@link rulesArg} per limits array (a policy's requests share theirs). */
-const rulesTexts = new WeakMap<
-  readonly unknown[],
-  { algorithm: string; block: SpendRequest['block']; text: string }
->();
+/** What {@link rulesArg} built a text from, kept to check that a later request sends the same. */
+interface RulesText {
+  readonly algorithm: string;
+  readonly block: SpendRequest['block'];
+  /** limit, window ms and burst per limit, then the lockout's numbers, as they were. */
+  readonly values: readonly unknown[];
+  readonly text: string;
+}
+
+/** The last text of {@link rulesArg} per limits array (a policy's requests share theirs). */
+const rulesTexts = new WeakMap<readonly unknown[], RulesText>();
+
+/** The numbers a rules text is made of, in a fixed order. */
+function rulesValues(request: SpendRequest): unknown[] {
+  const values: unknown[] = [];
+  for (const { limit, windowMs, burst } of request.limits) values.push(limit, windowMs, burst);
+  const { block } = request;
+  if (block !== undefined) {
+    values.push(block.durationMs, block.factor, block.maxMs, block.forgetAfterMs, block.restart);
+  }
+  return values;
+}
+
+/** Whether `known` was built from what `request` holds now (its arrays and objects may change). */
+function sameRules(known: RulesText, request: SpendRequest): boolean {
+  if (known.algorithm !== request.algorithm || known.block !== request.block) return false;
+  const { values } = known;
+  const { limits, block } = request;
+  if (values.length !== limits.length * 3 + (block === undefined ? 0 : 5)) return false;
+  let i = 0;
+  for (const { limit, windowMs, burst } of limits) {
+    if (values[i++] !== limit || values[i++] !== windowMs || values[i++] !== burst) return false;
+  }
+  return (
+    block === undefined ||
+    (values[i] === block.durationMs &&
+      values[i + 1] === block.factor &&
+      values[i + 2] === block.maxMs &&
+      values[i + 3] === block.forgetAfterMs &&
+      values[i + 4] === block.restart)
+  );
+}
 
 /**
  * A decision's limits as one script argument (see readRules in lua/lib/decide.lua):
  * 'L;limit,window,burst;…'. For a policy with a lockout, L is sent as
  * 'L:duration:factor:max:forget' (then ':lifetime', the policy's longest state in ms, when a
  * lockout restarts the count: the ledger's reset mark must outlive every receipt it voids), so
- * other policies pay nothing for it. The script keeps what it read from a text for later calls;
- * the text is built once per policy here.
+ * other policies pay nothing for it. The script keeps what it read from a text for later calls.
+ * The text is built once per policy here: kept per limits array, and used again only while the
+ * request still holds the numbers it was built from (a caller of the public `Store` API may change
+ * its arrays between calls).
  */
 export function rulesArg(request: SpendRequest): string {
+  const known = rulesTexts.get(request.limits);
+  if (known !== undefined && sameRules(known, request)) return known.text;
   const { limits, block, algorithm } = request;
-  const known = rulesTexts.get(limits);
-  if (known !== undefined && known.block === block && known.algorithm === algorithm) {
-    return known.text;
-  }
   let text =
     block !== undefined
       ? `${limits.length}:${block.durationMs}:${block.factor}:${block.maxMs}:${block.forgetAfterMs}${block.restart ? `:${stateLifetimeMs(algorithm, limits)}` : ''}`
       : String(limits.length);
   for (const { limit, windowMs, burst } of limits) text += `;${limit},${windowMs},${burst}`;
-  rulesTexts.set(limits, { algorithm, block, text });
+  rulesTexts.set(limits, { algorithm, block, values: rulesValues(request), text });
   return text;
 }
 
