@@ -43,6 +43,7 @@ local function main()
   cost, settleLife = readCost(ARGV[3])
   local limitCount, rules = readRules(7)
   local keyCount = #KEYS / (limitCount + (rules.block and 2 or 1))
+  if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
   if seen > now then
     now = seen
