@@ -1,0 +1,182 @@
+import type Redis from 'ioredis';
+import {
+  type Algorithm,
+  type Decision,
+  Limiter,
+  MemoryStore,
+  type PolicyOptions,
+  RedisStore,
+  type Store,
+} from '../../lib';
+import { storageKey } from '../../lib/stores/storage-key.util';
+import { TestClock } from '../support/backends';
+import { createTestClient, uniquePrefix } from '../support/redis';
+
+// Variable-length replies (status flags, retryAfter only when refused, marks only when set,
+// decided-at only when it differs) and limits sent as one text, read once per text and shared:
+// batches of several policies that share a limits text, with lockouts, resets and a custom
+// clock that moves between the calls of one batch, must answer as MemoryStore does, call by call.
+
+let admin: Redis;
+beforeAll(() => {
+  admin = createTestClient();
+});
+afterAll(async () => {
+  await admin.quit();
+});
+
+const view = (d: Decision) => ({
+  allowed: d.allowed,
+  remaining: d.remaining,
+  limit: d.limit,
+  retryAfterMs: d.retryAfterMs,
+  resetAfterMs: d.resetAfterMs,
+  blockedUntil: d.blockedUntil,
+  blockedBy: d.blockedBy,
+  at: d.receipt.at,
+  resetMarks: d.receipt.resetMarks,
+  failure: d.failure?.error.message,
+});
+
+/** Policies of different algorithms and lockouts whose limits print to the same text. */
+function policies(): PolicyOptions[] {
+  const limits = [{ limit: 2, window: 1_000 }];
+  const algos: Algorithm[] = ['fixed-window', 'sliding-log', 'token-bucket', 'gcra'];
+  const out: PolicyOptions[] = [];
+  for (const algorithm of algos) {
+    out.push({ name: `${algorithm}-plain`, algorithm, limits });
+    out.push({
+      name: `${algorithm}-lock`,
+      algorithm,
+      limits,
+      block: { duration: 5_000 },
+    });
+    out.push({
+      name: `${algorithm}-restart`,
+      algorithm,
+      limits,
+      block: { duration: 3_000, restart: true },
+    });
+  }
+  return out;
+}
+
+type Call =
+  | { p: number; key: string; advance: number; peek?: boolean }
+  | { reset: number; key: string }
+  | { refund: number };
+
+/** A fixed pseudo-random plan of rounds, each sent in one event-loop turn. */
+function plan(policyCount: number, rounds: number, withRefunds = false): Call[][] {
+  let seed = 12345;
+  const rnd = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const out: Call[][] = [];
+  for (let r = 0; r < rounds; r++) {
+    const round: Call[] = [];
+    const size = 4 + rnd(10);
+    for (let i = 0; i < size; i++) {
+      if (rnd(10) === 0) round.push({ reset: rnd(policyCount), key: `k${rnd(2)}` });
+      else if (withRefunds && rnd(6) === 0) round.push({ refund: rnd(1000) });
+      else
+        round.push({
+          p: rnd(policyCount),
+          key: `k${rnd(2)}`,
+          advance: rnd(3) === 0 ? rnd(700) : 0,
+          peek: rnd(6) === 0,
+        });
+    }
+    out.push(round);
+  }
+  return out;
+}
+
+async function runPlan(
+  store: Store,
+  clock: TestClock,
+  rounds: Call[][],
+  concurrent: boolean,
+  poison?: (limiters: Limiter[]) => Promise<Decision>,
+): Promise<unknown[]> {
+  const limiters = policies().map(
+    (p) => new Limiter(store, p, { onStoreFailure: () => undefined }),
+  );
+  await limiters[0]!.peek('warm');
+  const out: unknown[] = [];
+  const receipts: Decision[] = [];
+  for (const round of rounds) {
+    const pending: Array<Promise<unknown>> = [];
+    let poisoned = false;
+    const known = receipts.length; // receipts of earlier rounds only (the same on both stores)
+    const refunds: number[] = []; // made one by one once the round is answered
+    for (const call of round) {
+      let p: Promise<unknown>;
+      if ('reset' in call) {
+        p = limiters[call.reset]!.reset(call.key).then(() => 'reset');
+      } else if ('refund' in call) {
+        refunds.push(call.refund);
+        continue;
+      } else {
+        clock.advance(call.advance);
+        const limiter = limiters[call.p]!;
+        p = (call.peek ? limiter.peek(call.key) : limiter.consume(call.key)).then((d) => {
+          if (d.allowed && !call.peek) receipts.push(d);
+          return view(d);
+        });
+      }
+      if (concurrent) pending.push(p);
+      else out.push(await p);
+      // On Redis, a decision on a key of another type in the middle of the batch.
+      if (poison && !poisoned && pending.length === 3) {
+        poisoned = true;
+        void poison(limiters);
+      }
+    }
+    if (concurrent) out.push(...(await Promise.all(pending)));
+    for (const r of refunds) {
+      const d = receipts[r % Math.max(1, known)];
+      if (!d) continue;
+      const limiter = limiters.find((l) => l.policy.name === d.receipt.policy)!;
+      await limiter.refund(d.receipt);
+      out.push(['refund', view(await limiter.peek(d.receipt.keys[0]!))]);
+    }
+  }
+  return out;
+}
+
+describe('batches of policies sharing one limits text (lockouts, resets, custom clock)', () => {
+  it.each([false, true])('RedisStore (coalesced, a WRONGTYPE decision in every batch; refunds: %s) answers as MemoryStore, call by call', async (withRefunds) => {
+    const rounds = plan(policies().length, 30, withRefunds);
+    const memClock = new TestClock();
+    const memory = await runPlan(new MemoryStore({ clock: memClock.read }), memClock, rounds, false);
+
+    const prefix = uniquePrefix('review-reply');
+    for (const algorithm of ['fixed-window', 'sliding-log', 'token-bucket', 'gcra']) {
+      await admin.hset(storageKey(prefix, 'bad', `${algorithm}-lock`, 0), 'x', '1');
+    }
+    const clock = new TestClock();
+    const store = new RedisStore({ client: admin, prefix, clock: clock.read });
+    let failures = 0;
+    const redis = await runPlan(store, clock, rounds, true, async (limiters) => {
+      const d = await limiters[1 + 3 * (failures++ % 4)]!.consume('bad');
+      expect(d.failure?.error.message).toMatch(/WRONGTYPE/);
+      return d;
+    });
+    expect(failures).toBeGreaterThan(0);
+    expect(redis).toEqual(memory);
+  });
+});
+
+it('(sanity) the plan reaches marks, lockouts and custom instants', async () => {
+  const rounds = plan(policies().length, 30);
+  const c = new TestClock();
+  const out = (await runPlan(new MemoryStore({ clock: c.read }), c, rounds, false)) as Array<
+    ReturnType<typeof view> | string
+  >;
+  const d = out.filter((o): o is ReturnType<typeof view> => typeof o !== 'string');
+  expect(d.filter((o) => o.resetMarks).length).toBeGreaterThan(10);
+  expect(d.filter((o) => o.blockedUntil).length).toBeGreaterThan(10);
+  expect(d.filter((o) => !o.allowed).length).toBeGreaterThan(10);
+});
