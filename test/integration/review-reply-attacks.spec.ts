@@ -64,11 +64,12 @@ function policies(): PolicyOptions[] {
 type Call =
   | { p: number; key: string; advance: number; peek?: boolean }
   | { reset: number; key: string }
-  | { refund: number };
+  | { refund: number }
+  | { stack: number[]; key: string; advance: number };
 
 /** A fixed pseudo-random plan of rounds, each sent in one event-loop turn. */
-function plan(policyCount: number, rounds: number, withRefunds = false): Call[][] {
-  let seed = 12345;
+function plan(policyCount: number, rounds: number, withRefunds = false, start = 12345): Call[][] {
+  let seed = start;
   const rnd = (n: number) => {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
     return seed % n;
@@ -80,11 +81,17 @@ function plan(policyCount: number, rounds: number, withRefunds = false): Call[][
     for (let i = 0; i < size; i++) {
       if (rnd(10) === 0) round.push({ reset: rnd(policyCount), key: `k${rnd(2)}` });
       else if (withRefunds && rnd(6) === 0) round.push({ refund: rnd(1000) });
+      else if (withRefunds && rnd(7) === 0)
+        round.push({
+          stack: [rnd(policyCount), rnd(policyCount)],
+          key: `k${rnd(2)}`,
+          advance: rnd(4) === 0 ? rnd(900) - 600 : 0,
+        });
       else
         round.push({
           p: rnd(policyCount),
           key: `k${rnd(2)}`,
-          advance: rnd(3) === 0 ? rnd(700) : 0,
+          advance: rnd(3) === 0 ? rnd(700) - (rnd(4) === 0 ? 900 : 0) : 0, // steps back too
           peek: rnd(6) === 0,
         });
     }
@@ -105,7 +112,7 @@ async function runPlan(
   );
   await limiters[0]!.peek('warm');
   const out: unknown[] = [];
-  const receipts: Decision[] = [];
+  const receipts: Array<Decision | undefined> = []; // by issue order, undefined when refused
   for (const round of rounds) {
     const pending: Array<Promise<unknown>> = [];
     let poisoned = false;
@@ -115,14 +122,25 @@ async function runPlan(
       let p: Promise<unknown>;
       if ('reset' in call) {
         p = limiters[call.reset]!.reset(call.key).then(() => 'reset');
+      } else if ('stack' in call) {
+        clock.advance(call.advance);
+        const parts = [...new Set(call.stack)].map((i) => ({ limiter: limiters[i]!, keys: call.key }));
+        const first = receipts.length;
+        parts.forEach(() => receipts.push(undefined));
+        p = Limiter.consumeAll(parts).then((d) => {
+          if (d.allowed) d.decisions.forEach((x, i) => (receipts[first + i] = x));
+          return ['stack', d.allowed, d.retryAfterMs, d.decisions.map(view)];
+        });
       } else if ('refund' in call) {
         refunds.push(call.refund);
         continue;
       } else {
         clock.advance(call.advance);
         const limiter = limiters[call.p]!;
+        const slot = receipts.length;
+        if (!call.peek) receipts.push(undefined);
         p = (call.peek ? limiter.peek(call.key) : limiter.consume(call.key)).then((d) => {
-          if (d.allowed && !call.peek) receipts.push(d);
+          if (d.allowed && !call.peek) receipts[slot] = d;
           return view(d);
         });
       }
@@ -147,8 +165,18 @@ async function runPlan(
 }
 
 describe('batches of policies sharing one limits text (lockouts, resets, custom clock)', () => {
-  it.each([false, true])('RedisStore (coalesced, a WRONGTYPE decision in every batch; refunds: %s) answers as MemoryStore, call by call', async (withRefunds) => {
-    const rounds = plan(policies().length, 30, withRefunds);
+  it.each([
+    [false, true],
+    [true, true],
+    [true, false],
+  ])('RedisStore (a WRONGTYPE decision in every batch; refunds and stacks: %s, coalesce: %s) answers as MemoryStore, call by call', async (withRefunds, coalesce) => {
+    for (const seed of [12345, 7, 99, 4242, 31337]) await compare(withRefunds, coalesce, seed);
+  });
+});
+
+async function compare(withRefunds: boolean, coalesce: boolean, seed: number): Promise<void> {
+  {
+    const rounds = plan(policies().length, 40, withRefunds, seed);
     const memClock = new TestClock();
     const memory = await runPlan(new MemoryStore({ clock: memClock.read }), memClock, rounds, false);
 
@@ -157,7 +185,7 @@ describe('batches of policies sharing one limits text (lockouts, resets, custom 
       await admin.hset(storageKey(prefix, 'bad', `${algorithm}-lock`, 0), 'x', '1');
     }
     const clock = new TestClock();
-    const store = new RedisStore({ client: admin, prefix, clock: clock.read });
+    const store = new RedisStore({ client: admin, prefix, clock: clock.read, coalesce });
     let failures = 0;
     const redis = await runPlan(store, clock, rounds, true, async (limiters) => {
       const d = await limiters[1 + 3 * (failures++ % 4)]!.consume('bad');
@@ -166,8 +194,8 @@ describe('batches of policies sharing one limits text (lockouts, resets, custom 
     });
     expect(failures).toBeGreaterThan(0);
     expect(redis).toEqual(memory);
-  });
-});
+  }
+}
 
 it('(sanity) the plan reaches marks, lockouts and custom instants', async () => {
   const rounds = plan(policies().length, 30);
