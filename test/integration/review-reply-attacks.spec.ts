@@ -72,7 +72,7 @@ function plan(policyCount: number, rounds: number, withRefunds = false, start = 
   let seed = start;
   const rnd = (n: number) => {
     seed = (seed * 1103515245 + 12345) % 2 ** 31;
-    return seed % n;
+    return (seed >>> 12) % n; // (the low bits of this generator alternate)
   };
   const out: Call[][] = [];
   for (let r = 0; r < rounds; r++) {
@@ -139,7 +139,8 @@ async function runPlan(
         const limiter = limiters[call.p]!;
         const slot = receipts.length;
         if (!call.peek) receipts.push(undefined);
-        p = (call.peek ? limiter.peek(call.key) : limiter.consume(call.key)).then((d) => {
+        const keys = call.key === 'k1' && call.p % 2 === 0 ? ['k1', 'k9'] : call.key; // two keys, one maybe reset
+        p = (call.peek ? limiter.peek(keys) : limiter.consume(keys)).then((d) => {
           if (d.allowed && !call.peek) receipts[slot] = d;
           return view(d);
         });
@@ -198,13 +199,20 @@ async function compare(withRefunds: boolean, coalesce: boolean, seed: number): P
 }
 
 it('(sanity) the plan reaches marks, lockouts and custom instants', async () => {
-  const rounds = plan(policies().length, 30);
-  const c = new TestClock();
-  const out = (await runPlan(new MemoryStore({ clock: c.read }), c, rounds, false)) as Array<
-    ReturnType<typeof view> | string
-  >;
+  const out: Array<ReturnType<typeof view> | string> = [];
+  for (const seed of [12345, 7, 99, 4242, 31337]) {
+    const c = new TestClock();
+    const rounds = plan(policies().length, 40, true, seed);
+    out.push(
+      ...((await runPlan(new MemoryStore({ clock: c.read }), c, rounds, false)) as Array<
+        ReturnType<typeof view> | string
+      >),
+    );
+  }
   const d = out.filter((o): o is ReturnType<typeof view> => typeof o !== 'string');
   expect(d.filter((o) => o.resetMarks).length).toBeGreaterThan(10);
+  // two keys, one reset and one not: marks [m, 0] or [0, m]
+  expect(d.filter((o) => o.resetMarks?.length === 2 && o.resetMarks.includes(0)).length).toBeGreaterThan(0);
   expect(d.filter((o) => o.blockedUntil).length).toBeGreaterThan(10);
   expect(d.filter((o) => !o.allowed).length).toBeGreaterThan(10);
 });
