@@ -55,7 +55,8 @@ export function part<R extends { readonly keys: readonly string[] }>(
 
 /**
  * One answer from the answers of several slot groups, as if one script had seen every key: all
- * must allow; the least room binds; the longest wait refuses; instants are kept per key.
+ * must allow; the least room binds; the longest wait refuses; the latest instant decided at is the
+ * decision's, and each key keeps its own.
  */
 export function merge(
   request: SpendRequest,
@@ -67,6 +68,7 @@ export function merge(
   let refusal: { wait: number; key: number; limit: number } | undefined;
   let resetAfterMs = 0;
   let blockedUntil = 0;
+  let at = -Infinity;
   const atByKey: number[] = new Array<number>(request.keys.length);
   const marks: number[] = new Array<number>(request.keys.length).fill(0);
   for (const { indices, result } of parts) {
@@ -88,6 +90,8 @@ export function merge(
     }
     const reset = allowed || !result.allowed ? result.resetAfterMs : result.resetIfUnspentMs;
     resetAfterMs = Math.max(resetAfterMs, reset);
+    // The latest instant decided at, as one script that saw every key's state would answer it.
+    if (result.at > at) at = result.at;
     indices.forEach((i, n) => {
       atByKey[i] = result.at;
       marks[i] = result.resetMarks?.[n] ?? 0;
@@ -100,7 +104,7 @@ export function merge(
     retryAfterMs: refusal?.wait ?? 0,
     resetAfterMs,
     blockedKeyIndex: refusal?.key ?? -1,
-    at: parts[0]!.result.at,
+    at,
     atByKey,
     ...(marks.some((mark) => mark > 0) && { resetMarks: marks }),
     ...(blockedUntil > 0 && { blockedUntil }),

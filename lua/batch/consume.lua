@@ -47,11 +47,12 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
     now = seen
     allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   end
+  local marked = allowed and spend and readMarks(base + keyCount * limitCount, keyCount)
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end
   return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
-    base + keyCount * limitCount, keyCount, spend, rules.block, blockedUntil)
+    keyCount, marked, rules.block, blockedUntil)
 end
 
 -- Comma-separated values, as many as there are commas plus one (empty ones included).

@@ -50,11 +50,12 @@ local function main()
     allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
   end
   local spend = ARGV[4] == '1'
+  local marked = allowed and spend and readMarks(keyCount * limitCount, keyCount)
   local resetAfter = settle(model, 0, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(keyCount * limitCount, keyCount, settleLife) end
   if allowed then remaining = remaining - cost end -- a refusal spends nothing
   local reply = { clockNow }
   writeDecision(reply, 1, clockNow, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
-    keyCount * limitCount, keyCount, spend, rules.block, blockedUntil)
+    keyCount, marked, rules.block, blockedUntil)
   return reply
 end

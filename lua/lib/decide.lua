@@ -285,6 +285,24 @@ end
 local markValues = {}
 
 --[[
+Reads each caller key's reset mark (0: none) from its ledger KEYS[ledgerBase + k] into markValues
+for writeDecision; returns whether any key has one. Called for an allowed spend before it is
+written: a ledger of another type fails the call before anything is.
+]]
+local function readMarks(ledgerBase, keyCount)
+  local any = false
+  for k = 1, keyCount do
+    local mark = rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')
+    if mark then
+      markValues[k], any = tonumber(mark), true
+    else
+      markValues[k] = 0
+    end
+  end
+  return any
+end
+
+--[[
 One decision of lib/consume-frame.lua or batch/consume.lua, answered from reply[n + 1] on with only
 what its caller reads (Redis converts every value a script returns, each costing about as much as
 a short command's argument); returns the index of its last value:
@@ -297,13 +315,13 @@ a short command's argument); returns the index of its last value:
   the instant decided at, only when it is not `ref` (the reply's clock reading): later when state
       showed the clock had stepped back (see judge); on a custom clock, each decision of a batch
       was made at its own reading
-  each caller key's reset mark (0: none), from its ledger KEYS[ledgerBase + k], only for an
-      allowed spend and only when some key has one: a spend's receipt keeps them, and a refund
-      gives nothing back on a key whose mark has moved since (it was reset after the spend)
+  each caller key's reset mark (0: none), read by readMarks, only when `marked` (an allowed
+      spend where some key has one): a spend's receipt keeps them, and a refund gives nothing
+      back on a key whose mark has moved since (it was reset after the spend)
   for a policy with a lockout, the end of the latest lockout holding the call back (0: none)
 ]]
 local function writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter,
-                             limitCount, ledgerBase, keyCount, spend, block, blockedUntil)
+                             limitCount, keyCount, marked, block, blockedUntil)
   local flags, i = allowed and 1 or 0, n + 2
   reply[i] = remaining
   if not allowed then
@@ -316,21 +334,10 @@ local function writeDecision(reply, n, ref, clockNow, allowed, remaining, bindin
     flags, i = flags + 4, i + 1
     reply[i] = now
   end
-  if allowed and spend then
-    local any = false
-    for k = 1, keyCount do
-      local mark = rcall('ZSCORE', KEYS[ledgerBase + k], 'reset')
-      if mark then
-        markValues[k], any = tonumber(mark), true
-      else
-        markValues[k] = 0
-      end
-    end
-    if any then
-      flags = flags + 2
-      for k = 1, keyCount do reply[i + k] = markValues[k] end
-      i = i + keyCount
-    end
+  if marked then
+    flags = flags + 2
+    for k = 1, keyCount do reply[i + k] = markValues[k] end
+    i = i + keyCount
   end
   if block then
     i = i + 1
