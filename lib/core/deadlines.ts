@@ -1,10 +1,27 @@
 import { monotonicNow } from './clock.util';
 import { StoreTimeoutError } from './errors';
+import { asError } from './values.util';
 
 interface Waiting {
   readonly at: number;
-  /** Rejects the caller with a timeout; dropped once the call is answered (nothing kept alive). */
-  expire?: () => void;
+  /**
+   * Fails the caller with the timeout it is handed; dropped once the call is answered (nothing
+   * kept alive), so a reply that finds it gone came late.
+   */
+  expire?: (error: StoreTimeoutError) => void;
+}
+
+/**
+ * What answers a bounded call ({@link Deadlines.bound}), called with the call's own `subject` and
+ * `flag` (so one handler serves every call, without closures per call).
+ */
+export interface BoundHandler<T, R, S> {
+  /** The answer from the store's value (may throw: the call then rejects with it). */
+  value(subject: S, flag: boolean, value: T): R;
+  /** The answer when the store failed or `ms` passed first (may throw or reject). */
+  error(subject: S, flag: boolean, error: unknown): R | PromiseLike<R>;
+  /** A value that arrived after the timeout answered the call. */
+  late(subject: S, flag: boolean, value: T): void;
 }
 
 /**
@@ -26,27 +43,64 @@ export class Deadlines {
    */
   race<T>(promise: Promise<T>, onLate?: (value: T) => void): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      let timedOut = false;
-      const waiting: Waiting = {
-        at: monotonicNow() + this.ms,
-        expire: () => {
-          timedOut = true;
-          reject(new StoreTimeoutError(this.ms));
-        },
-      };
+      const waiting: Waiting = { at: monotonicNow() + this.ms, expire: reject };
       this.push(waiting);
       promise.then(
         (value) => {
-          if (timedOut) onLate?.(value);
+          if (waiting.expire === undefined) onLate?.(value);
           else {
             this.answered(waiting);
             resolve(value);
           }
         },
         (error: unknown) => {
-          if (timedOut) return; // already answered; the late error changes nothing
+          if (waiting.expire === undefined) return; // already answered; the late error changes nothing
           this.answered(waiting);
           reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  /**
+   * {@link race} answered by `handler` in the same promise: `handler.value` of what `promise`
+   * resolves to in time, `handler.error` of its error or of the StoreTimeoutError when `ms` pass
+   * first, `handler.late` of a value that arrives after that. One promise per call where
+   * `race(…).then(…)` takes two.
+   */
+  bound<T, R, S>(
+    promise: Promise<T>,
+    handler: BoundHandler<T, R, S>,
+    subject: S,
+    flag: boolean,
+  ): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      const fail = (error: unknown): void => {
+        try {
+          resolve(handler.error(subject, flag, error));
+        } catch (thrown) {
+          reject(asError(thrown));
+        }
+      };
+      const waiting: Waiting = { at: monotonicNow() + this.ms, expire: fail };
+      this.push(waiting);
+      promise.then(
+        (value) => {
+          if (waiting.expire === undefined) {
+            handler.late(subject, flag, value);
+            return;
+          }
+          this.answered(waiting);
+          try {
+            resolve(handler.value(subject, flag, value));
+          } catch (thrown) {
+            reject(asError(thrown));
+          }
+        },
+        (error: unknown) => {
+          if (waiting.expire === undefined) return; // already answered; the late error changes nothing
+          this.answered(waiting);
+          fail(error instanceof Error ? error : new Error(String(error)));
         },
       );
     });
@@ -81,7 +135,7 @@ export class Deadlines {
       this.head++;
       const expire = waiting.expire;
       waiting.expire = undefined;
-      expire?.();
+      expire?.(new StoreTimeoutError(this.ms));
     }
     this.compact();
     if (this.head < queue.length) this.arm(queue[this.head]!.at);

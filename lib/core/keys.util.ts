@@ -12,14 +12,20 @@ export type Keys = string | readonly string[];
  * normalizeKeys(['ip:1', 'email:a', 'ip:1']); // ['ip:1', 'email:a']
  */
 export function normalizeKeys(keys: Keys): string[] {
+  // One key (the common call) costs one array: the checks below, without the repeat filter.
+  if (typeof keys === 'string' && keys.length > 0 && keys.isWellFormed()) return [keys];
   const list: readonly unknown[] = typeof keys === 'string' ? [keys] : keys;
   if (!Array.isArray(list) || list.length === 0) {
     throw new TypeError(
       `keys must be a non-empty string or a non-empty array of non-empty strings; got ${describe(keys)}`,
     );
   }
-  const seen = new Set<string>();
-  list.forEach((key, index) => {
+  // A few keys are told apart by a scan of those kept; a long list by a set.
+  const seen = list.length > 16 ? new Set<string>() : undefined;
+  const out: string[] = [];
+  for (let index = 0; index < list.length; index++) {
+    if (!(index in list)) continue; // a hole of a sparse array, skipped as forEach would
+    const key: unknown = list[index];
     if (typeof key !== 'string' || key.length === 0) {
       throw new TypeError(`keys[${index}] must be a non-empty string; got ${describe(key)}`);
     }
@@ -28,9 +34,12 @@ export function normalizeKeys(keys: Keys): string[] {
         `keys[${index}] must be well-formed UTF-16; got ${JSON.stringify(key)}, which holds a lone surrogate`,
       );
     }
-    seen.add(key);
-  });
-  return [...seen];
+    if (seen === undefined ? !out.includes(key) : !seen.has(key)) {
+      seen?.add(key);
+      out.push(key);
+    }
+  }
+  return out;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { isCallerError } from './caller-error.util';
 import { monotonicNow } from './clock.util';
-import type { Deadlines } from './deadlines';
+import type { BoundHandler, Deadlines } from './deadlines';
 import { decisionOf } from './decision-of.util';
 import { type Decision, type Receipt, type StoreFailure, unchargedDecision } from './decision';
 import { StoreTimeoutError } from './errors';
@@ -94,22 +94,28 @@ export class PolicyDecider implements SettlingLimiter {
     }
   }
 
-  private async decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
+  private decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
-    let result: SpendResult;
-    try {
-      result = await this.deadlines.race(pending, (late) => {
-        // The caller was already answered without this spend: give it back.
-        if (spend && late.allowed) this.refundLate(request, late);
-      });
-    } catch (error) {
-      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
-      const failed = await this.failed(request, spend, error);
-      return this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
-    }
-    const decision = this.toDecision(request, result, spend);
-    return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+    return this.deadlines.bound(pending, this.onStore, request, spend);
   }
+
+  /** How a store call's outcome becomes the decision (see {@link Deadlines.bound}). */
+  private readonly onStore: BoundHandler<SpendResult, Decision, SpendRequest> = {
+    value: (request, spend, result) => {
+      const decision = this.toDecision(request, result, spend);
+      return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+    },
+    error: (request, spend, error) => {
+      if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
+      return this.failed(request, spend, error).then((failed) =>
+        this.shadowRefuses(failed) ? this.shadowed(failed) : failed,
+      );
+    },
+    // The caller was already answered without this spend: give it back.
+    late: (request, spend, late) => {
+      if (spend && late.allowed) this.refundLate(request, late);
+    },
+  };
 
   /** Gives back a spend whose reply came after the caller was answered without it. */
   refundLate(request: SpendRequest, late: SpendResult): void {
