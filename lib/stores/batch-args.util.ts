@@ -1,6 +1,6 @@
 import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { costArg, rulesArg } from './script-reply.util';
-import { storageKeysWithLedgers } from './storage-key.util';
+import { pushStorageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
 /** A decision waiting for the next coalesced batch. */
@@ -8,8 +8,8 @@ export interface QueuedDecision {
   readonly request: SpendRequest;
   readonly spend: boolean;
   readonly spendId: string | undefined;
-  /** The deadline on the script's clock, or '' for none. */
-  readonly deadline: string;
+  /** The deadline on the script's clock, or undefined for none. */
+  readonly deadline: number | undefined;
   /** The custom clock's reading when the decision was made, or '' (the batch reads Redis TIME). */
   readonly now: string;
   /** Its Cluster slot (-1 off Cluster): a batch holds the decisions of one slot. */
@@ -56,23 +56,25 @@ export function batchCall(
   let nows = '';
   for (let d = 0; d < batch.length; d++) {
     const { request, spend, spendId, deadline, now: decidedAt } = batch[d]!;
-    for (const key of storageKeysWithLedgers(
+    pushStorageKeysWithLedgers(
+      keys,
       prefix,
       request.keys,
       request.policy,
       request.limits.length,
       request.block !== undefined,
-    ))
-      keys.push(key);
+    );
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
       sets.set(request.limits, known);
       args.push(request.algorithm, rulesArg(request));
     }
-    if (deadline !== '' && Number(deadline) < earliestDeadline) earliestDeadline = Number(deadline);
     if (d > 0) deadlines += ',';
-    deadlines += deadline;
+    if (deadline !== undefined) {
+      if (deadline < earliestDeadline) earliestDeadline = deadline;
+      deadlines += deadline;
+    }
     if (customClock) nows += d > 0 ? `,${decidedAt}` : decidedAt;
     decisions.push(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),

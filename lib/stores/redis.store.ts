@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { StoreTimeoutError } from '../core/errors';
 import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
+import { type Algorithm, POLICY_ALGORITHMS } from '../core/policy';
 import { batchCall, type QueuedDecision, sendsSpendId } from './batch-args.util';
 import { ClockGate } from './clock-gate';
 import { type ClientPort, clientPort } from './clients/client-port';
@@ -92,6 +93,11 @@ export interface RedisStoreOptions {
    */
   readonly refusalCache?: boolean | RefusalCacheOptions;
 }
+
+/** Each algorithm's consume script (built once, not per call). */
+const CONSUME_SCRIPTS = Object.fromEntries(
+  POLICY_ALGORITHMS.map((algorithm) => [algorithm, `${algorithm}/consume`] as const),
+) as { readonly [A in Algorithm]: `${A}/consume` };
 
 const OPTIONS: readonly (keyof RedisStoreOptions)[] = [
   'client',
@@ -438,17 +444,18 @@ export class RedisStore implements Store {
       request.limits.length,
       request.block !== undefined,
     );
-    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
-    const sentAt = monotonicNow();
-    const reply = (await this.run(`${request.algorithm}/consume`, keys, [
+    const deadline = spend ? this.deadlineOnScriptClock(request.deadlineAt) : undefined;
+    const args: Array<string | number> = [
       this.now(),
       this.expiryOffsetMs,
       costArg(request, spend),
       spend ? '1' : '0',
       sendsSpendId(request, spend) ? (spendId ?? '') : '',
-      deadline,
+      deadline ?? '',
       rulesArg(request),
-    ])) as number[];
+    ];
+    const sentAt = monotonicNow();
+    const reply = (await this.run(CONSUME_SCRIPTS[request.algorithm], keys, args)) as number[];
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
     if (reply[1] === -1) {
@@ -468,10 +475,12 @@ export class RedisStore implements Store {
     spendId?: string,
     slot = -1,
   ): Promise<SpendResult> {
-    if (!this.coalesce || !this.batches.busy(slot)) {
+    // Without coalescing nothing asks whether a slot is busy: runs need no counting.
+    if (!this.coalesce) return this.decide(request, spend, spendId);
+    if (!this.batches.busy(slot)) {
       return this.batches.counted(slot, this.decide(request, spend, spendId));
     }
-    const deadline = spend ? this.knownDeadline(request.deadlineAt) : '';
+    const deadline = spend ? this.deadlineOnScriptClock(request.deadlineAt) : undefined;
     const now = this.now();
     return new Promise<SpendResult>((resolve, reject) => {
       this.batches.add({ request, spend, spendId, deadline, now, slot, resolve, reject });
@@ -559,12 +568,18 @@ export class RedisStore implements Store {
    * deadline is refused).
    */
   private knownDeadline(deadlineAt: number | undefined): string {
-    if (deadlineAt === undefined) return '';
-    if (this.clock) return String(Math.floor(this.clock() + deadlineAt - monotonicNow()));
+    const deadline = this.deadlineOnScriptClock(deadlineAt);
+    return deadline === undefined ? '' : String(deadline);
+  }
+
+  /** {@link knownDeadline} as a number, or undefined for none. */
+  private deadlineOnScriptClock(deadlineAt: number | undefined): number | undefined {
+    if (deadlineAt === undefined) return undefined;
+    if (this.clock) return Math.floor(this.clock() + deadlineAt - monotonicNow());
     const offset = this.redisClock.value;
     if (offset === undefined)
       throw new Error('redlimit: a spend was sent before the Redis clock was measured');
-    return String(Math.floor(deadlineAt + offset));
+    return Math.floor(deadlineAt + offset);
   }
 
   /** The clock's reading for ARGV, or '' to have the script read Redis TIME. */

@@ -51,8 +51,8 @@ export class ScriptRunner {
   /** Functions turned out to be unavailable: scripts from now on. */
   private scripts = false;
   private nextSeq = 0;
-  /** Sends not answered yet, by sequence. */
-  private readonly inFlight = new Set<number>();
+  /** Sends not answered yet. */
+  private inFlight = 0;
   private recovery?: Recovery;
 
   constructor(private readonly client: ClientPort) {}
@@ -80,12 +80,12 @@ export class ScriptRunner {
     asScript: boolean,
   ): Promise<unknown> {
     const seq = this.nextSeq++;
-    this.inFlight.add(seq);
+    this.inFlight++;
     const sent =
       asScript || this.scripts ? this.evalsha(id, keys, args) : this.fcall(id, keys, args);
     return sent.then(
       (reply) => {
-        this.inFlight.delete(seq);
+        this.inFlight--;
         if (this.recovery) {
           this.recovery.latestSuccess = Math.max(this.recovery.latestSuccess, seq);
           this.settle();
@@ -93,7 +93,7 @@ export class ScriptRunner {
         return reply;
       },
       (error: unknown) => {
-        this.inFlight.delete(seq);
+        this.inFlight--;
         const notRun = didNotRun(error, this.scripts || asScript);
         if (!notRun || resends >= MAX_RESENDS) {
           this.settle();
@@ -145,7 +145,7 @@ export class ScriptRunner {
   /** Ends the recovery once the library is ready and every call sent before has answered. */
   private settle(): void {
     const recovery = this.recovery;
-    if (!recovery?.ready || this.inFlight.size > 0) return;
+    if (!recovery?.ready || this.inFlight > 0) return;
     this.recovery = undefined;
     const retries = recovery.retries.sort((a, b) => a.seq - b.seq);
     for (const { seq, go } of retries) {

@@ -105,6 +105,27 @@ export function storageKeysWithLedgers(
   withBlocks = false,
 ): string[] {
   const out: string[] = [];
+  pushStorageKeysWithLedgers(out, prefix, keys, policy, limitCount, withBlocks);
+  return out;
+}
+
+/** {@link storageKeysWithLedgers}, appended to `out` (a batch's KEYS) instead of a new array. */
+export function pushStorageKeysWithLedgers(
+  out: string[],
+  prefix: string,
+  keys: readonly string[],
+  policy: string,
+  limitCount: number,
+  withBlocks = false,
+): void {
+  if (keys.length === 1) {
+    // One caller key (the common call): its base is the only one, no list of bases.
+    const base = `${prefix}{${hashTag(keys[0]!)}}:${policy}:`;
+    for (let l = 0; l < limitCount; l++) out.push(base + l);
+    out.push(`${base}r`);
+    if (withBlocks) out.push(`${base}b`);
+    return;
+  }
   const bases: string[] = [];
   for (const key of keys) {
     const base = `${prefix}{${hashTag(key)}}:${policy}:`;
@@ -113,5 +134,4 @@ export function storageKeysWithLedgers(
   }
   for (const base of bases) out.push(`${base}r`);
   if (withBlocks) for (const base of bases) out.push(`${base}b`);
-  return out;
 }

@@ -64,7 +64,7 @@ describe('algorithm facts pinned from before the registry', () => {
         request,
         spend: true,
         spendId: 'tag:7',
-        deadline: '',
+        deadline: undefined,
         now: '',
         slot: -1,
         resolve: () => undefined,
