@@ -66,13 +66,15 @@ export class Deadlines {
    * {@link race} answered by `handler` in the same promise: `handler.value` of what `promise`
    * resolves to in time, `handler.error` of its error or of the StoreTimeoutError when `ms` pass
    * first, `handler.late` of a value that arrives after that. One promise per call where
-   * `race(…).then(…)` takes two.
+   * `race(…).then(…)` takes two. `at`: the call's deadline when it has one already (at most `ms`
+   * from now); else `ms` from now.
    */
   bound<T, R, S>(
     promise: Promise<T>,
     handler: BoundHandler<T, R, S>,
     subject: S,
     flag: boolean,
+    at?: number,
   ): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       const fail = (error: unknown): void => {
@@ -82,7 +84,7 @@ export class Deadlines {
           reject(asError(thrown));
         }
       };
-      const waiting: Waiting = { at: monotonicNow() + this.ms, expire: fail };
+      const waiting: Waiting = { at: this.deadline(at), expire: fail };
       this.push(waiting);
       promise.then(
         (value) => {
@@ -104,6 +106,18 @@ export class Deadlines {
         },
       );
     });
+  }
+
+  /**
+   * A call's deadline: `at` (the call's own, `ms` after it began: no clock read) or `ms` from now,
+   * never before the latest one queued (deadlines stay in queue order; that one was set no later
+   * than `ms` from now, so the wait stays bounded by `ms`).
+   */
+  private deadline(at: number | undefined): number {
+    const deadline = at ?? monotonicNow() + this.ms;
+    const queue = this.queue;
+    const last = queue.length > this.head ? queue[queue.length - 1]!.at : -Infinity;
+    return deadline < last ? last : deadline;
   }
 
   /** Drops an answered call's closure, and answered calls from the head of the queue. */

@@ -20,7 +20,8 @@ export function decisionOf(
   warnAt: number | undefined,
   signer: ReceiptSigner | undefined,
 ): Decision {
-  const rule = request.limits[result.limitIndex] ?? request.limits[0]!;
+  const rule =
+    (result.limitIndex >= 0 ? request.limits[result.limitIndex] : undefined) ?? request.limits[0]!;
   const spent = spend && result.allowed;
   const receipt: { -readonly [K in keyof Receipt]: Receipt[K] } = {
     policy: request.policy,
@@ -36,7 +37,9 @@ export function decisionOf(
   if (spent && result.resetMarks !== undefined) receipt.resetMarks = result.resetMarks;
   if (failure) receipt.fallback = true;
   if (spent && signer !== undefined) receipt.mac = signer.sign(receipt);
-  const blockedKey = request.keys[result.blockedKeyIndex];
+  // -1 (none) is no index: read as a property, it would search the array's prototype chain.
+  const blockedKey =
+    result.blockedKeyIndex >= 0 ? request.keys[result.blockedKeyIndex] : undefined;
   const decision: { -readonly [K in keyof Decision]: Decision[K] } = {
     allowed: result.allowed,
     remaining: Math.max(0, result.remaining),

@@ -96,7 +96,8 @@ export class PolicyDecider implements SettlingLimiter {
 
   private decideOnStore(request: SpendRequest, spend: boolean): Promise<Decision> {
     const pending = spend ? this.store.consume(request) : this.store.peek(request);
-    return this.deadlines.bound(pending, this.onStore, request, spend);
+    // The request's deadline: `timeoutMs` after the call began (request() is never kept).
+    return this.deadlines.bound(pending, this.onStore, request, spend, request.deadlineAt);
   }
 
   /** How a store call's outcome becomes the decision (see {@link Deadlines.bound}). */
