@@ -38,8 +38,7 @@ export function decisionOf(
   if (failure) receipt.fallback = true;
   if (spent && signer !== undefined) receipt.mac = signer.sign(receipt);
   // -1 (none) is no index: read as a property, it would search the array's prototype chain.
-  const blockedKey =
-    result.blockedKeyIndex >= 0 ? request.keys[result.blockedKeyIndex] : undefined;
+  const blockedKey = result.blockedKeyIndex >= 0 ? request.keys[result.blockedKeyIndex] : undefined;
   const decision: { -readonly [K in keyof Decision]: Decision[K] } = {
     allowed: result.allowed,
     remaining: Math.max(0, result.remaining),
