@@ -23,7 +23,10 @@ it.each([
       limit: 2,
       window: 1_000,
     });
-    for (const [key, at] of [['k1', k1At], ['k9', k9At]] as const) {
+    for (const [key, at] of [
+      ['k1', k1At],
+      ['k9', k9At],
+    ] as const) {
       if (at === undefined) continue;
       clock.now = TestClock.BASE + at;
       await limiter.consume(key);

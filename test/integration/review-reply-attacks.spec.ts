@@ -124,7 +124,10 @@ async function runPlan(
         p = limiters[call.reset]!.reset(call.key).then(() => 'reset');
       } else if ('stack' in call) {
         clock.advance(call.advance);
-        const parts = [...new Set(call.stack)].map((i) => ({ limiter: limiters[i]!, keys: call.key }));
+        const parts = [...new Set(call.stack)].map((i) => ({
+          limiter: limiters[i]!,
+          keys: call.key,
+        }));
         const first = receipts.length;
         parts.forEach(() => receipts.push(undefined));
         p = Limiter.consumeAll(parts).then((d) => {
@@ -170,16 +173,24 @@ describe('batches of policies sharing one limits text (lockouts, resets, custom 
     [false, true],
     [true, true],
     [true, false],
-  ])('RedisStore (a WRONGTYPE decision in every batch; refunds and stacks: %s, coalesce: %s) answers as MemoryStore, call by call', async (withRefunds, coalesce) => {
-    for (const seed of [12345, 7, 99, 4242, 31337]) await compare(withRefunds, coalesce, seed);
-  });
+  ])(
+    'RedisStore (a WRONGTYPE decision in every batch; refunds and stacks: %s, coalesce: %s) answers as MemoryStore, call by call',
+    async (withRefunds, coalesce) => {
+      for (const seed of [12345, 7, 99, 4242, 31337]) await compare(withRefunds, coalesce, seed);
+    },
+  );
 });
 
 async function compare(withRefunds: boolean, coalesce: boolean, seed: number): Promise<void> {
   {
     const rounds = plan(policies().length, 40, withRefunds, seed);
     const memClock = new TestClock();
-    const memory = await runPlan(new MemoryStore({ clock: memClock.read }), memClock, rounds, false);
+    const memory = await runPlan(
+      new MemoryStore({ clock: memClock.read }),
+      memClock,
+      rounds,
+      false,
+    );
 
     const prefix = uniquePrefix('review-reply');
     for (const algorithm of ['fixed-window', 'sliding-log', 'token-bucket', 'gcra']) {
@@ -212,7 +223,9 @@ it('(sanity) the plan reaches marks, lockouts and custom instants', async () => 
   const d = out.filter((o): o is ReturnType<typeof view> => typeof o !== 'string');
   expect(d.filter((o) => o.resetMarks).length).toBeGreaterThan(10);
   // two keys, one reset and one not: marks [m, 0] or [0, m]
-  expect(d.filter((o) => o.resetMarks?.length === 2 && o.resetMarks.includes(0)).length).toBeGreaterThan(0);
+  expect(
+    d.filter((o) => o.resetMarks?.length === 2 && o.resetMarks.includes(0)).length,
+  ).toBeGreaterThan(0);
   expect(d.filter((o) => o.blockedUntil).length).toBeGreaterThan(10);
   expect(d.filter((o) => !o.allowed).length).toBeGreaterThan(10);
 });
@@ -245,7 +258,12 @@ describe.each(stores.map((b) => [b.name, b] as const))('on %s', (_name, backend)
         return calls;
       });
       const memClock = new TestClock();
-      const memory = await runPlan(new MemoryStore({ clock: memClock.read }), memClock, rounds, false);
+      const memory = await runPlan(
+        new MemoryStore({ clock: memClock.read }),
+        memClock,
+        rounds,
+        false,
+      );
       const clock = new TestClock();
       const real = await runPlan(backend.store(clock), clock, rounds, true);
       expect(real).toEqual(memory);

@@ -20,7 +20,10 @@ function stores(): Array<[string, Store]> {
   const clock = new TestClock();
   return [
     ['memory', new MemoryStore({ clock: clock.read })],
-    ['redis', new RedisStore({ client: admin, prefix: uniquePrefix('rules-cache'), clock: clock.read })],
+    [
+      'redis',
+      new RedisStore({ client: admin, prefix: uniquePrefix('rules-cache'), clock: clock.read }),
+    ],
   ];
 }
 
@@ -74,8 +77,21 @@ describe('a limits array changed between calls (public Store API)', () => {
     const out: Record<string, unknown[]> = {};
     for (const [name, store] of stores()) {
       const limits: LimitRule[] = [{ limit: 1, windowMs: 60_000, burst: 1 }];
-      const block = { durationMs: 10_000, factor: 1, maxMs: 86_400_000, forgetAfterMs: 86_400_000, restart: false };
-      const request: SpendRequest = { policy: 'p', algorithm: 'fixed-window', limits, keys: ['k'], cost: 1, block };
+      const block = {
+        durationMs: 10_000,
+        factor: 1,
+        maxMs: 86_400_000,
+        forgetAfterMs: 86_400_000,
+        restart: false,
+      };
+      const request: SpendRequest = {
+        policy: 'p',
+        algorithm: 'fixed-window',
+        limits,
+        keys: ['k'],
+        cost: 1,
+        block,
+      };
       const seen: unknown[] = [];
       seen.push((await store.consume(request)).allowed);
       block.durationMs = 30_000; // a longer lockout from now on
