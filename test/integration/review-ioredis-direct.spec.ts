@@ -6,7 +6,6 @@
 import Redis, { type RedisOptions } from 'ioredis';
 import IoValkey from 'iovalkey';
 import { IoredisPort } from '../../lib/stores/clients/ioredis.port';
-import type { IoredisLikeClient } from '../../lib/stores/clients/redis-client.shape';
 import { redisUrl, uniquePrefix } from '../support/redis';
 
 const LIB = `#!lua name=reviewdirect${process.pid}
@@ -30,7 +29,8 @@ const outcome = (p: Promise<unknown>): Promise<Outcome> =>
 describe('ioredis port: the direct FCALL answers as call() does', () => {
   const clients: Array<{ quit(): Promise<unknown>; disconnect(): void }> = [];
   const make = (options: RedisOptions = {}, valkey = false): Redis => {
-    const c = (valkey ? new IoValkey(redisUrl(), options) : new Redis(redisUrl(), options)) as Redis;
+    const Valkey = IoValkey as unknown as new (url: string, options: RedisOptions) => Redis;
+    const c = valkey ? new Valkey(redisUrl(), options) : new Redis(redisUrl(), options);
     clients.push(c);
     return c;
   };
@@ -39,14 +39,14 @@ describe('ioredis port: the direct FCALL answers as call() does', () => {
     admin = make();
     await admin.call('function', 'load', 'replace', LIB);
   });
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of clients) c.disconnect();
   });
 
   const viaCall = (c: Redis, fn: string, keys: string[], args: Array<string | number>) =>
     c.call('fcall', [fn, keys.length, ...keys, ...args]);
   const viaPort = (c: Redis, fn: string, keys: string[], args: Array<string | number>) =>
-    new IoredisPort(c as unknown as IoredisLikeClient).fcall(fn, keys, args);
+    new IoredisPort(c).fcall(fn, keys, args);
 
   const cases: Array<[string, string[], Array<string | number>]> = [
     ['rd_echo', ['a', 'ключ', '{x}:y'], [1, -0, 2 ** 53, 1.5, 'NaN', '', 1e21]],
@@ -127,7 +127,7 @@ describe('ioredis port: the direct FCALL answers as call() does', () => {
     const [fn, keys, args] = cases[0]!;
     const c = make({ retryStrategy: () => 20 });
     await c.ping();
-    const id = (await c.client('ID')) as number;
+    const id = (await c.client('ID'));
     await admin.client('KILL', 'ID', String(id));
     await new Promise((r) => setTimeout(r, 5));
     const [p, q] = await Promise.all([

@@ -4,7 +4,7 @@
  * failure report per decision, no unhandled rejection.
  */
 import { DecisionEvents, Limiter, MemoryStore } from '../../lib';
-import type { SpendRequest, SpendResult, Store } from '../../lib/core/store';
+import type { SpendRequest, SpendResult } from '../../lib/core/store';
 import { Deadlines } from '../../lib/core/deadlines';
 
 /** A MemoryStore whose consume is held until released (then decided, or failed). */
