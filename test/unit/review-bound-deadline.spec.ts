@@ -9,12 +9,15 @@ import { Deadlines } from '../../lib/core/deadlines';
 
 /** A MemoryStore whose consume is held until released (then decided, or failed). */
 class GatedStore extends MemoryStore {
-  gates: Array<{ go: () => void; fail: (e: Error) => void }> = [];
+  gates: Array<{ go: (then?: () => void) => void; fail: (e: Error) => void }> = [];
   refunds = 0;
   override consume(request: SpendRequest): Promise<SpendResult> {
     return new Promise((resolve, reject) => {
       this.gates.push({
-        go: () => void super.consume(request).then(resolve, reject),
+        go: (then) => {
+          void super.consume(request).then(resolve, reject);
+          then?.(); // after the spend, before its reply is read
+        },
         fail: reject,
       });
     });
@@ -76,6 +79,39 @@ describe('a store call answered after the deadline', () => {
       process.off('unhandledRejection', on);
     }
   });
+
+  it.each(['open', 'closed', 'memory'] as const)(
+    'failMode %s: a late allowed spend whose refund throws at once is reported to onStoreFailure, not left an unhandled rejection',
+    async (failMode) => {
+      // A store whose refund throws synchronously instead of rejecting: here a MemoryStore whose
+      // custom clock broke between the spend and the refund (its refund reads the clock before
+      // it returns a promise); a hand-written Store may do the same.
+      let broken = false;
+      const store = new GatedStore({ clock: () => (broken ? Number.NaN : Date.now()) });
+      const unhandled: unknown[] = [];
+      const on = (e: unknown) => unhandled.push(e);
+      process.on('unhandledRejection', on);
+      const failures: string[] = [];
+      try {
+        const limiter = new Limiter(store, policy, {
+          timeoutMs: 5,
+          failMode,
+          onStoreFailure: (f) => failures.push(f.reason),
+        });
+        const d = await limiter.consume('k');
+        expect(d.failure?.reason).toBe('timeout');
+        // The spend lands after the caller was answered; its refund then throws.
+        store.gates[0]!.go(() => (broken = true));
+        await settle();
+        await settle();
+        expect(store.refunds).toBe(1);
+        expect(unhandled).toEqual([]);
+        expect(failures).toEqual(['timeout', 'error']);
+      } finally {
+        process.off('unhandledRejection', on);
+      }
+    },
+  );
 
   it('Deadlines.bound: a deadline earlier than one queued waits for it (queue order), never fails early', async () => {
     const deadlines = new Deadlines(30);
