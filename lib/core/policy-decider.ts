@@ -120,13 +120,18 @@ export class PolicyDecider implements SettlingLimiter {
 
   /** Gives back a spend whose reply came after the caller was answered without it. */
   refundLate(request: SpendRequest, late: SpendResult): void {
-    this.store.refund(refundOf(request, late)).catch((error: unknown) =>
+    const report = (error: unknown) =>
       this.reports.storeFailure({
         reason: 'error',
         error: asError(error),
         failMode: this.failMode,
-      }),
-    );
+      });
+    try {
+      // A store may throw at once (a custom clock that fails) rather than reject: reported alike.
+      this.store.refund(refundOf(request, late)).catch(report);
+    } catch (error) {
+      report(error);
+    }
   }
 
   /** The decision when the store failed: the fail mode decides (the memory fallback, open or closed). */

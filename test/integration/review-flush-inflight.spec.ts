@@ -12,30 +12,35 @@ describe('FUNCTION FLUSH with calls in flight', () => {
   afterAll(() => clients.forEach((c) => c.disconnect()));
   const policy = { name: 'p', algorithm: 'fixed-window' as const, limit: 5, window: '1h' };
 
-  it.each([true, false])('coalesce %s: 60 calls at a limit of 5, flushed twice midway', async (coalesce) => {
-    const client = new Redis(redisUrl());
-    const admin = new Redis(redisUrl());
-    clients.push(client, admin);
-    const limiter = new Limiter(
-      new RedisStore({ client, prefix: uniquePrefix('flush'), coalesce }),
-      policy,
-      { timeoutMs: 5000, failMode: 'closed' },
-    );
-    await limiter.peek('warm');
-    const loads = async () =>
-      Number(/cmdstat_function\|load:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
-    const loadsBefore = await loads();
-    const calls: Array<Promise<{ allowed: boolean; failure?: unknown }>> = [];
-    for (let round = 0; round < 3; round++) {
-      for (let i = 0; i < 20; i++) calls.push(limiter.consume('k'));
-      if (round < 2) void admin.call('function', 'flush', 'sync');
-      await Promise.resolve();
-    }
-    const decisions = await Promise.all(calls);
-    expect(decisions.filter((d) => d.failure !== undefined)).toEqual([]);
-    expect(await loads()).toBeGreaterThan(loadsBefore); // the flush did hit calls in flight
-    const memory = new Limiter(new MemoryStore(), policy);
-    const expected = await Promise.all(calls.map(() => memory.consume('k')));
-    expect(decisions.map((d) => d.allowed)).toEqual(expected.map((d) => d.allowed));
-  });
+  it.each([true, false])(
+    'coalesce %s: 60 calls at a limit of 5, flushed twice midway',
+    async (coalesce) => {
+      const client = new Redis(redisUrl());
+      const admin = new Redis(redisUrl());
+      clients.push(client, admin);
+      const limiter = new Limiter(
+        new RedisStore({ client, prefix: uniquePrefix('flush'), coalesce }),
+        policy,
+        { timeoutMs: 5000, failMode: 'closed' },
+      );
+      await limiter.peek('warm');
+      const loads = async () =>
+        Number(
+          /cmdstat_function\|load:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0,
+        );
+      const loadsBefore = await loads();
+      const calls: Array<Promise<{ allowed: boolean; failure?: unknown }>> = [];
+      for (let round = 0; round < 3; round++) {
+        for (let i = 0; i < 20; i++) calls.push(limiter.consume('k'));
+        if (round < 2) void admin.call('function', 'flush', 'sync');
+        await Promise.resolve();
+      }
+      const decisions = await Promise.all(calls);
+      expect(decisions.filter((d) => d.failure !== undefined)).toEqual([]);
+      expect(await loads()).toBeGreaterThan(loadsBefore); // the flush did hit calls in flight
+      const memory = new Limiter(new MemoryStore(), policy);
+      const expected = await Promise.all(calls.map(() => memory.consume('k')));
+      expect(decisions.map((d) => d.allowed)).toEqual(expected.map((d) => d.allowed));
+    },
+  );
 });

@@ -127,7 +127,7 @@ describe('ioredis port: the direct FCALL answers as call() does', () => {
     const [fn, keys, args] = cases[0]!;
     const c = make({ retryStrategy: () => 20 });
     await c.ping();
-    const id = (await c.client('ID'));
+    const id = await c.client('ID');
     await admin.client('KILL', 'ID', String(id));
     await new Promise((r) => setTimeout(r, 5));
     const [p, q] = await Promise.all([
