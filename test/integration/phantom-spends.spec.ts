@@ -130,18 +130,15 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       2,
       1,
       'fixed-window',
-      1,
-      5,
-      3_600_000,
-      5,
+      '1;5,3600000,5',
       2,
       spendOneKey,
       1,
       spendOneKey,
       1,
     )) as number[];
-    expect(reply[1]).toBe(-1); // past its deadline
-    expect(reply[7]).toBe(1 + 2 * 1); // allowed, binding limit 1
+    expect(reply[1]).toBe(-1); // past its deadline: -1 alone
+    expect(reply[2]).toBe(1 + 8 * 1); // allowed, binding limit 1 (see writeDecision)
     expect(await client.exists(storageKeysWithLedgers('edge:', ['a'], 'p', 1)[0]!)).toBe(0);
     expect(await client.get(storageKeysWithLedgers('edge:', ['b'], 'p', 1)[0]!)).toBe('1');
   });
