@@ -48,20 +48,7 @@ local function decode(raw, capacity, limit, into)
   tat = tat - 0
   local b = (tat - now) * limit + rem
   if b <= 0 then return nil end
-  busyAge, lastAge = busyAge - 0, lastAge - 0
-  local busyStart = busyAge < 0 and -1 or tat - busyAge
-  local lastAt = lastAge < 0 and -1 or tat - lastAge
-  if into then
-    into.b, into.busyStart, into.m, into.lastAt = b, busyStart, m - 0, lastAt
-    into.pending = pending == NO_PENDING and pending or readPending(pending, tat)
-    return into
-  end
-  prevLastAge = prevLastAge - 0
-  return {
-    b = b, busyStart = busyStart, m = m - 0, lastAt = lastAt, prevM = prevM - 0,
-    prevLastAt = prevLastAge < 0 and -1 or tat - prevLastAge,
-    pending = pending == NO_PENDING and pending or readPending(pending, tat),
-  }
+  return stateFrom(into, b, tat, busyAge, m, lastAge, prevM, prevLastAge, pending)
 end
 
 local function encode(s, capacity, limit)

@@ -24,3 +24,26 @@ local function writePending(list, ref)
   end
   return ':' .. table.concat(parts, ',')
 end
+
+--[[
+The state table of a bucket whose backlog is `b` (> 0), from the fields both encodings store as
+ages before their reference instant `ref` (-1: none) and `pending` (the pending field's text, or
+NO_PENDING): written into `into` without prevM and prevLastAt (a decision never reads them), or,
+without `into`, a new table with them.
+]]
+local function stateFrom(into, b, ref, busyAge, m, lastAge, prevM, prevLastAge, pending)
+  busyAge, lastAge = busyAge - 0, lastAge - 0
+  local busyStart = busyAge < 0 and -1 or ref - busyAge
+  local lastAt = lastAge < 0 and -1 or ref - lastAge
+  if into then
+    into.b, into.busyStart, into.m, into.lastAt = b, busyStart, m - 0, lastAt
+    into.pending = pending == NO_PENDING and pending or readPending(pending, ref)
+    return into
+  end
+  prevLastAge = prevLastAge - 0
+  return {
+    b = b, busyStart = busyStart, m = m - 0, lastAt = lastAt, prevM = prevM - 0,
+    prevLastAt = prevLastAge < 0 and -1 or ref - prevLastAge,
+    pending = pending == NO_PENDING and pending or readPending(pending, ref),
+  }
+end
