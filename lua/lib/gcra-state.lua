@@ -12,8 +12,6 @@ prevLastAt and reads into a table it keeps.
 ]]
 --#include lib/pending.lua
 
-local FIELDS = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)(.*)$'
-local FIELDS5 = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):%-?%d+:%-?%d+(.*)$'
 
 -- Any text the fields' pattern does not take: split at ':' and tonumber, as it always was read.
 local function readAny(raw, capacity, limit)
@@ -33,18 +31,8 @@ end
 -- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read):
 -- written into `into` without prevM and prevLastAt, or, without `into`, a new table with them.
 local function decode(raw, capacity, limit, into)
-  local tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest
-  if not into then
-    tat, rem, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
-  else
-    tat, rem, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
-  end
-  local pending = NO_PENDING
-  if rest ~= '' then
-    local text = rest and string.match(rest, '^:([^:]+)$')
-    if not text then return readAny(raw, capacity, limit) end
-    pending = text
-  end
+  local ok, tat, rem, busyAge, m, lastAge, prevM, prevLastAge, pending = stateFields(raw, into)
+  if not ok then return readAny(raw, capacity, limit) end
   tat = tat - 0
   local b = (tat - now) * limit + rem
   if b <= 0 then return nil end

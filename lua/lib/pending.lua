@@ -47,3 +47,29 @@ local function stateFrom(into, b, ref, busyAge, m, lastAge, prevM, prevLastAge, 
     pending = pending == NO_PENDING and pending or readPending(pending, ref),
   }
 end
+
+-- The seven numeric fields both encodings store, then what follows (the pending field, if any).
+local FIELDS = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)(.*)$'
+-- The same, without the sixth and seventh (prevM, prevLastAge: a decision never reads them).
+local FIELDS5 = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):%-?%d+:%-?%d+(.*)$'
+
+--[[
+A stored bucket state's fields as text (seven, or five when `into` is given, see stateFrom) and
+its pending field's text (or NO_PENDING); nothing when the text is not in that form (the encoding
+then reads it the way it always was).
+]]
+local function stateFields(raw, into)
+  local f1, f2, busyAge, m, lastAge, prevM, prevLastAge, rest
+  if not into then
+    f1, f2, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
+  else
+    f1, f2, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
+  end
+  local pending = NO_PENDING
+  if rest ~= '' then
+    local text = rest and string.match(rest, '^:([^:]+)$')
+    if not text then return end
+    pending = text
+  end
+  return true, f1, f2, busyAge, m, lastAge, prevM, prevLastAge, pending
+end

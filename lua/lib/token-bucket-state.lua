@@ -13,8 +13,6 @@ it skips them, and reads into a table it keeps from call to call (see `decode`).
 ]]
 --#include lib/pending.lua
 
-local FIELDS = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+)(.*)$'
-local FIELDS5 = '^(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):(%-?%d+):%-?%d+:%-?%d+(.*)$'
 
 -- Any text the fields' pattern does not take: split at ':' and tonumber, as it always was read.
 local function readAny(raw, capacity, limit)
@@ -34,18 +32,8 @@ end
 -- The state, or nil when there is none or the bucket is full again (b <= 0: nothing to read):
 -- written into `into` without prevM and prevLastAt, or, without `into`, a new table with them.
 local function decode(raw, capacity, limit, into)
-  local tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest
-  if not into then
-    tokens, at, busyAge, m, lastAge, prevM, prevLastAge, rest = string.match(raw, FIELDS)
-  else
-    tokens, at, busyAge, m, lastAge, rest = string.match(raw, FIELDS5)
-  end
-  local pending = NO_PENDING
-  if rest ~= '' then
-    local text = rest and string.match(rest, '^:([^:]+)$')
-    if not text then return readAny(raw, capacity, limit) end
-    pending = text
-  end
+  local ok, tokens, at, busyAge, m, lastAge, prevM, prevLastAge, pending = stateFields(raw, into)
+  if not ok then return readAny(raw, capacity, limit) end
   at = at - 0
   local b = capacity - tokens - (now - at) * limit
   if b <= 0 then return nil end
