@@ -19,20 +19,19 @@ export interface QueuedDecision {
 }
 
 /**
- * Whether a decision's script reads its spend id: an algorithm that keeps one entry per spend
- * (sliding-log, concurrency), or a spend that will be settled (registered in its ledgers). Others
- * send none (a batch leaves it out; a lone decision sends '': fewer bytes for Redis to copy).
+ * Whether a decision's script reads its spend id: every spend (an allowed one leaves an outcome
+ * marker named after it, see lua/lib/outcome.lua), and an algorithm that keeps one entry per spend
+ * (sliding-log, concurrency). A peek of another algorithm sends none (a batch leaves it out; a
+ * lone decision sends '').
  */
 export function sendsSpendId(request: SpendRequest, spend: boolean): boolean {
-  return (
-    ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds || (spend && request.settles === true)
-  );
+  return spend || ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds;
 }
 
 /**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
- * for an algorithm that keeps spend ids, or a spend that will be settled: its spend id).
+ * for a spend, or an algorithm that keeps spend ids: its spend id).
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
  * @param customClock whether a custom clock is used (each decision then carries its own reading)

@@ -27,7 +27,8 @@ import {
 import { earliest, part } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
 import { StackRuns } from './redis-stack';
-import { epochKey, storageKeysWithLedgers } from './storage-key.util';
+import { epochKey, outcomeKey, storageKeysWithLedgers } from './storage-key.util';
+import { type LostReplyCounts, LostReplies, type LostSpend } from './lost-replies';
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
 import type {
@@ -147,6 +148,8 @@ export class RedisStore implements Store {
   private readonly slotTurns = new SlotTurns();
   /** Stacks, and spends over several Cluster slots. */
   private readonly stacks: StackRuns;
+  /** Spends whose reply was lost with the connection, until they are settled. */
+  private readonly lost = new LostReplies((spend) => this.settleLost(spend));
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
@@ -455,7 +458,16 @@ export class RedisStore implements Store {
       rulesArg(request),
     ];
     const sentAt = monotonicNow();
-    const reply = (await this.run(CONSUME_SCRIPTS[request.algorithm], keys, args)) as number[];
+    const tracked = spend && spendId !== undefined;
+    if (tracked) this.lost.sent(spendId, request, deadline);
+    let reply: number[];
+    try {
+      reply = (await this.run(CONSUME_SCRIPTS[request.algorithm], keys, args)) as number[];
+    } catch (error) {
+      if (tracked) this.lost.failed(spendId, error);
+      throw error;
+    }
+    if (tracked) this.lost.answered(spendId);
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
     if (reply[1] === -1) {
@@ -503,6 +515,9 @@ export class RedisStore implements Store {
       this.expiryOffsetMs,
       this.clock !== undefined,
     );
+    for (const { request, spend, spendId, deadline } of batch) {
+      if (spend && spendId !== undefined) this.lost.sent(spendId, request, deadline);
+    }
     const sentAt = monotonicNow();
     this.batches.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
       (reply) => {
@@ -512,7 +527,63 @@ export class RedisStore implements Store {
         const cursor: ReplyCursor = { next: 1 };
         for (const queued of batch) this.settleQueued(queued, values, cursor, receivedAt);
       },
-      (error: unknown) => batch.forEach(({ reject }) => reject(error)),
+      (error: unknown) => {
+        for (const { spend, spendId, reject } of batch) {
+          if (spend && spendId !== undefined) this.lost.failed(spendId, error);
+          reject(error);
+        }
+      },
+    );
+  }
+
+  /**
+   * What became of spends whose reply was lost (the connection went after the command may have
+   * been written, so the caller got an error while the spend may have been charged): how many
+   * wait, were refunded (they had run), had not run, or could not be settled in time. Each is
+   * settled once its deadline has passed and Redis answers again: refunded by its outcome marker
+   * if it ran, exactly once (see docs/failure-modes.md).
+   */
+  get lostReplies(): LostReplyCounts {
+    return this.lost.counts;
+  }
+
+  /**
+   * Settles now every lost reply whose deadline has passed (they are settled in the background
+   * anyway; this resolves once the current attempt is done).
+   */
+  settleLostReplies(): Promise<void> {
+    return this.lost.flush();
+  }
+
+  /**
+   * A refund in outcome mode (see lua/lib/refund-frame.lua) of a spend whose reply was lost: gives
+   * back what it charged if its marker says it ran, once. In issue order with the store's other
+   * operations (on Cluster, in its slot's turn).
+   */
+  private settleLost(spend: LostSpend): Promise<number> {
+    const { request, spendId } = spend;
+    this.refusals?.forget(request.policy, request.keys);
+    const keys = storageKeysWithLedgers(
+      this.prefix,
+      request.keys,
+      request.policy,
+      request.limits.length,
+    );
+    keys.push(outcomeKey(this.prefix, request.keys[0]!, spendId));
+    const slot = this.cluster ? clusterSlot(keys[0]!) : -1;
+    return this.gate.inOrder(undefined, () =>
+      this.stacks.whenSlotsFree([[slot, undefined]], async () => {
+        const args = [
+          this.now(),
+          this.expiryOffsetMs,
+          request.cost,
+          `outcome:${spend.deadline}`,
+          spendId,
+          stateLifetimeMs(request.algorithm, request.limits),
+          ...limitArgs(request),
+        ];
+        return (await this.run(`${request.algorithm}/refund`, keys, args)) as number;
+      }),
     );
   }
 
@@ -527,6 +598,7 @@ export class RedisStore implements Store {
     receivedAt: number,
   ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
+    if (spend && spendId !== undefined) this.lost.answered(spendId);
     const at = cursor.next;
     const status = reply[at];
     if (status === -2 || status === -1) cursor.next = at + (status === -2 ? 2 : 1);

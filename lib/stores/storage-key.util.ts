@@ -65,6 +65,17 @@ export function epochKey(prefix: string, key: string): string {
   return `${prefix}epoch:{${hashTag(key)}}`;
 }
 
+/**
+ * The outcome marker of one spend (see lua/lib/outcome.lua): the first caller key's hash tag (same
+ * slot as the spend's keys), then `!` and the spend id. No other stored key has `}!`.
+ *
+ * @example
+ * outcomeKey('rl:', 'ip:203.0.113.7', 'x1Yz9a2b3'); // 'rl:{ip:203.0.113.7}!x1Yz9a2b3'
+ */
+export function outcomeKey(prefix: string, key: string, spendId: string): string {
+  return `${prefix}{${hashTag(key)}}!${spendId}`;
+}
+
 function hashTag(key: string): string {
   return key.length > MAX_PLAIN_KEY_LENGTH || HASHED.test(key)
     ? `#${createHash('sha256').update(key).digest('base64url')}`

@@ -19,9 +19,10 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            see readRules in lib/decide.lua); the next starts at j+2
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
-           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for an
-           algorithm whose model has `ids` (sliding-log, concurrency: see lib/models.lua) or a
-           spend that will be settled, its spend id
+           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for a
+           spend, or an algorithm whose model has `ids` (sliding-log, concurrency: see
+           lib/models.lua), its spend id (an allowed spend leaves an outcome marker named after
+           it: see lib/outcome.lua)
 Return the batch's clock reading, then each decision as writeDecision in lib/decide.lua writes it
        (its instant decided at is there when it is not the batch's reading); a decision whose
        deadline had passed answers -1 alone (and wrote nothing); one whose evaluation raised an
@@ -42,6 +43,11 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local model, rules = set.model, set.rules
   local limitCount = rules.count
   local clockNow = now
+  local marker = spend and spendId ~= '' and outcomeKey(KEYS[base + 1], spendId)
+  if marker then
+    local last = answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, rules.block)
+    if last then return last end
+  end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   if seen > now then
     now = seen
@@ -50,6 +56,7 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local marked = allowed and spend and readMarks(base + keyCount * limitCount, keyCount)
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
+  if allowed and marker then markOutcome(marker, marked, keyCount, markValues) end
   if allowed then remaining = remaining - cost end
   return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
     keyCount, marked, rules.block, blockedUntil)
@@ -89,7 +96,7 @@ local function main()
     local settleLife
     cost, settleLife = readCost(ARGV[j + 2])
     j = j + 2
-    if set.ids or settleLife then
+    if set.ids or settleLife or spend then
       j = j + 1
       spendId = ARGV[j]
     else

@@ -6,13 +6,25 @@ has nothing left to remove. A Cluster compensation releases the same way.
 
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per caller
        key (not used)
-ARGV   as lib/refund-frame.lua: [3] units leased, [5] spend id, [7] L (the rest is not used)
-Return number of members removed
+ARGV   as lib/refund-frame.lua: [3] units leased, [4] 'outcome:<deadline>' for a lease whose reply
+       was lost (its outcome marker is one more key, last), [5] spend id, [7] L (the rest is not
+       used)
+Return number of members removed; in outcome mode -1 before the deadline, -2 when there is no
+       marker
 ]]
 local function main()
   if spendId == '' then return 0 end
   local limitCount = tonumber(ARGV[7])
-  local states = #KEYS / (limitCount + 1) * limitCount
+  local keys, ran = #KEYS, true
+  if string.sub(ARGV[4], 1, 8) == 'outcome:' then
+    -- A lease whose reply was lost (see lib/refund-frame.lua's outcome mode): released as any
+    -- other once it can no longer be taken; its marker (the last key) goes with it.
+    local deadline = string.sub(ARGV[4], 9)
+    if deadline ~= '' and now <= deadline + 0 then return -1 end
+    keys = keys - 1
+    ran = rcall('DEL', KEYS[#KEYS]) == 1
+  end
+  local states = keys / (limitCount + 1) * limitCount
   local members = {}
   if cost == 1 then
     members[1] = spendId
@@ -25,5 +37,6 @@ local function main()
       released = released + rcall('ZREM', KEYS[i], unpack(members, first, math.min(#members, first + 99)))
     end
   end
+  if not ran then return -2 end -- no marker: it never ran (releasing found nothing)
   return released
 end

@@ -19,7 +19,9 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            settled by its receipt (registered in the ledgers when allowed, see readCost in
            lib/decide.lua)
        [4] mode: '1' spend, '0' peek (write nothing)
-       [5] spend id: unique per spend (members of a sliding log), or ''
+       [5] spend id: unique per spend (members of a sliding log; an allowed spend leaves an
+           outcome marker named after it, and a spend that finds its marker is a copy of one
+           already made: see lib/outcome.lua), or '' (a peek)
        [6] deadline: ms on the same clock as now, or '' for none. A script that runs after it (the
            caller already gave up: a delayed, queued or replayed command) writes nothing
        [7] the limits: 'L;limit,window,burst;…', a triple per limit (window in ms; L is
@@ -44,15 +46,22 @@ local function main()
   local limitCount, rules = readRules(7)
   local keyCount = #KEYS / (limitCount + (rules.block and 2 or 1))
   if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
+  local spend = ARGV[4] == '1'
+  -- Every spend with an id leaves an outcome marker; one that finds it is a copy (lib/outcome.lua).
+  local marker = spend and spendId ~= '' and outcomeKey(KEYS[1], spendId)
+  if marker then
+    local copy = { clockNow }
+    if answerCopy(copy, 1, clockNow, clockNow, marker, limitCount, keyCount, rules.block) then return copy end
+  end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
   if seen > now then
     now = seen
     allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
   end
-  local spend = ARGV[4] == '1'
   local marked = allowed and spend and readMarks(keyCount * limitCount, keyCount)
   local resetAfter = settle(model, 0, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(keyCount * limitCount, keyCount, settleLife) end
+  if allowed and marker then markOutcome(marker, marked, keyCount, markValues) end
   if allowed then remaining = remaining - cost end -- a refusal spends nothing
   local reply = { clockNow }
   writeDecision(reply, 1, clockNow, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,

@@ -26,6 +26,7 @@ settle(model, base, keyCount, limitCount, rules, allowed, spend, unspent) commit
   counts lockout ends in both and, for a refused spend, writes the lockouts it starts.
 ]]
 --#include lib/ledger.lua
+--#include lib/outcome.lua
 
 local evaluations = {}
 
@@ -345,4 +346,18 @@ local function writeDecision(reply, n, ref, clockNow, allowed, remaining, bindin
   end
   reply[n + 1] = flags + 8 * (binding + (limitCount + 1) * refusing)
   return i
+end
+
+--[[
+A spend sent again after its first copy was made (its outcome marker `marker` is there, see
+lib/outcome.lua): answers that spend as writeDecision would, allowed at its instant with its
+marks, remaining 0, writing nothing, and returns the index of its last value; nil when there is
+no marker (the spend is new).
+]]
+local function answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, block)
+  local prior = rcall('GET', marker)
+  if not prior then return nil end
+  local marked
+  now, marked = readOutcome(prior, keyCount, markValues)
+  return writeDecision(reply, n, ref, clockNow, true, 0, 1, 0, 0, 0, limitCount, keyCount, marked, block, 0)
 end

@@ -34,14 +34,21 @@ back; an adjustment is always recorded (so a copy of its receipt, or a later ref
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`    [5] spend id
+       [4] at: the spend's `now`; or 'outcome:<deadline>' ('outcome:' for none) to settle a spend
+           whose reply was lost: the spend's instant and marks are read from its outcome marker,
+           one more key after the ledgers (see lib/outcome.lua), and no marks follow the limits.
+           Before the spend's deadline has passed on the script's clock it answers -1 (the spend
+           may still run) and changes nothing
+       [5] spend id
        [6] the policy's lifetime ms (its longest state); negative for a compensation (not recorded)
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
        then per caller key k: [7 + 3L + k] the reset mark the spend's receipt kept ('' for 0)
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
-Return number of (key, limit) states that gave something back (or were charged)
+Return number of (key, limit) states that gave something back (or were charged); in outcome
+       mode -1 before the deadline, -2 when there is no marker
 ]]
 --#include lib/ledger.lua
+--#include lib/outcome.lua
 
 -- What the ledger holds of spend `spendId` at `at`, from one read of the members scored by that
 -- instant: whether it was refunded ("<id>"), if it was adjusted its new cost and member, and
@@ -75,20 +82,37 @@ local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   if refunded or now - at > lifetime then return true end -- refunded already, or weighs on nothing
   local marks = rcall('ZMSCORE', ledger, 'reset', 'floor')
   local mark, floor = tonumber(marks[1]), tonumber(marks[2])
-  if mark and mark > (tonumber(ARGV[7 + 3 * limitCount + k]) or 0) then return true end -- reset since
+  if mark and mark > receiptMarks[k] then return true end -- reset since
   -- Older than what the ledger still remembers, unless the ledger holds it as registered and
   -- unsettled (trimming never takes those).
   return not pending and floor ~= nil and at <= floor
 end
 
+local receiptMarks = {}
+
 local function main()
-  local at = tonumber(ARGV[4])
+  local limitCount = tonumber(ARGV[7])
+  local at, keyCount
+  if string.sub(ARGV[4], 1, 8) == 'outcome:' then
+    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key) says
+    -- whether it ran, and at which instant with which marks (see lib/outcome.lua).
+    local deadline = string.sub(ARGV[4], 9)
+    if deadline ~= '' and now <= deadline + 0 then return -1 end -- it may still run: not yet
+    local marker = KEYS[#KEYS]
+    local value = rcall('GET', marker)
+    if not value then return -2 end -- it never ran (or is settled, or forgotten): nothing to give back
+    rcall('DEL', marker)
+    keyCount = (#KEYS - 1) / (limitCount + 1)
+    at = readOutcome(value, keyCount, receiptMarks)
+  else
+    at = tonumber(ARGV[4])
+    keyCount = #KEYS / (limitCount + 1)
+    for k = 1, keyCount do receiptMarks[k] = tonumber(ARGV[7 + 3 * limitCount + k]) or 0 end
+  end
   local lifetime = tonumber(ARGV[6])
   local record = lifetime >= 0 and spendId ~= ''
   local compensation = lifetime < 0
   if compensation then lifetime = -lifetime end
-  local limitCount = tonumber(ARGV[7])
-  local keyCount = #KEYS / (limitCount + 1)
   local target = tonumber(ARGV[8 + 3 * limitCount + keyCount]) -- nil: a refund
   reserved = cost
   local reduced = 0

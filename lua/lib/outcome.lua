@@ -1,0 +1,44 @@
+--[[
+lib/outcome.lua: a spend's outcome marker, so that a spend whose reply never reached its caller
+(the connection was lost after the command was written) can be settled later, and a spend sent
+twice (a client that sends a command again after reconnecting) is charged once.
+
+Every allowed spend with a spend id leaves a marker: the string key `<prefix>{<tag>}!<spend id>`
+(the caller's first key's hash tag: same slot; no other key has `}!`), holding the instant the
+spend was decided at and, when a caller key had a reset mark, those marks ('at' or
+'at,mark1,…,markK'), kept OUTCOME_KEEP_MS of real time. A consume that finds its own marker is a
+copy of a spend already made: it writes nothing and answers that spend (allowed, at its instant,
+with its marks; remaining 0). A refund in outcome mode (see lib/refund-frame.lua) reads the
+marker instead of a receipt: none means the spend never ran (or was settled, or is forgotten), and
+gives nothing back; else it takes the marker and refunds that spend, once.
+]]
+local OUTCOME_KEEP_MS = 60000
+
+-- The outcome marker of spend `id` made on state key `stateKey` (see above).
+local function outcomeKey(stateKey, id)
+  return string.match(stateKey, '^(.*})') .. '!' .. id
+end
+
+-- Leaves the marker of the spend just made at `now` (marks: markValues of the K caller keys when
+-- `marked`). Out of memory, Redis refuses it: the spend stands, unmarked (a lost reply then stays
+-- charged, as before markers).
+local function markOutcome(marker, marked, keyCount, marks)
+  local value = string.format('%d', now)
+  if marked then
+    for k = 1, keyCount do value = value .. ',' .. string.format('%d', marks[k]) end
+  end
+  redis.pcall('SET', marker, value, 'PX', OUTCOME_KEEP_MS)
+end
+
+-- Reads a marker's value into its instant and, into `marks` (k = 1..K), the caller keys' reset
+-- marks (0 when it holds none); returns the instant and whether any mark was kept.
+local function readOutcome(value, keyCount, marks)
+  local at, rest = string.match(value, '^(%d+)(.*)$')
+  local k, marked = 0, false
+  for mark in string.gmatch(rest, ',(%d+)') do
+    k = k + 1
+    marks[k], marked = tonumber(mark), true
+  end
+  for j = k + 1, keyCount do marks[j] = 0 end
+  return tonumber(at), marked
+end
