@@ -1,6 +1,6 @@
 import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { costArg, rulesArg } from './script-reply.util';
-import { pushStorageKeysWithLedgers } from './storage-key.util';
+import { outcomeKey, pushStorageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
 /** A decision waiting for the next coalesced batch. */
@@ -63,6 +63,7 @@ export function batchCall(
       request.limits.length,
       request.block !== undefined,
     );
+    if (spend && spendId) keys.push(outcomeKey(prefix, request.keys[0]!, spendId));
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };

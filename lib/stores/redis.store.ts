@@ -447,6 +447,8 @@ export class RedisStore implements Store {
       request.limits.length,
       request.block !== undefined,
     );
+    if (spend && spendId !== undefined)
+      keys.push(outcomeKey(this.prefix, request.keys[0]!, spendId));
     const deadline = spend ? this.deadlineOnScriptClock(request.deadlineAt) : undefined;
     const args: Array<string | number> = [
       this.now(),

@@ -5,8 +5,8 @@ client, evaluated one after another in arrival order, each exactly as lib/consum
 One script run and one TIME reading for all of them: observably the same as separate calls in
 that order, at the same instant.
 
-KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, ledgers, and
-       lockout states for a policy with a lockout)
+KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, ledgers,
+       lockout states for a policy with a lockout, and a spend's outcome marker)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] the earliest deadline of the decisions, or '' for none
@@ -43,7 +43,7 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local model, rules = set.model, set.rules
   local limitCount = rules.count
   local clockNow = now
-  local marker = spend and spendId ~= '' and outcomeKey(KEYS[base + 1], spendId)
+  local marker = spend and spendId ~= '' and KEYS[base + keyCount * (limitCount + (rules.block and 2 or 1)) + 1]
   if marker then
     local last = answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, rules.block)
     if last then return last end
@@ -56,7 +56,7 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local marked = allowed and spend and readMarks(base + keyCount * limitCount, keyCount)
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
-  if allowed and marker then markOutcome(marker, marked, keyCount, markValues) end
+  if allowed and marker then markOutcome(marker, marked, keyCount, markValues, resetAfter) end
   if allowed then remaining = remaining - cost end
   return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
     keyCount, marked, rules.block, blockedUntil)
@@ -114,7 +114,7 @@ local function main()
       reply[n + 1], reply[n + 2] = -2, type(last) == 'table' and last.err or tostring(last)
       n = n + 2
     end
-    base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1))
+    base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1)) + ((spend and spendId ~= '') and 1 or 0)
   end
   return reply
 end

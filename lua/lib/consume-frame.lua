@@ -12,7 +12,8 @@ Included (by the script loader) at the end of lua/<algorithm>/consume.lua, which
 KEYS   one per (caller key, limit), key-major: KEYS[(k-1)*L + l] is caller key k under limit l;
        then one refund ledger per caller key: KEYS[K*L + k] (its reset mark is read; a spend that
        will be settled is registered there); then,
-       for a policy with a lockout, one lockout state per caller key: KEYS[K*(L+1) + k]
+       for a policy with a lockout, one lockout state per caller key: KEYS[K*(L+1) + k]; then,
+       for a spend with a spend id, its outcome marker (lib/outcome.lua), last
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] cost: whole units to charge on every key; 'cost:lifetime' for a spend that will be
@@ -44,11 +45,12 @@ local function main()
   local settleLife
   cost, settleLife = readCost(ARGV[3])
   local limitCount, rules = readRules(7)
-  local keyCount = #KEYS / (limitCount + (rules.block and 2 or 1))
-  if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
   local spend = ARGV[4] == '1'
-  -- Every spend with an id leaves an outcome marker; one that finds it is a copy (lib/outcome.lua).
-  local marker = spend and spendId ~= '' and outcomeKey(KEYS[1], spendId)
+  -- Every spend with an id leaves an outcome marker (the last key); one that finds it is a copy of
+  -- a spend already made (lib/outcome.lua).
+  local marker = spend and spendId ~= '' and KEYS[#KEYS]
+  local keyCount = (#KEYS - (marker and 1 or 0)) / (limitCount + (rules.block and 2 or 1))
+  if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
   if marker then
     local copy = { clockNow }
     if answerCopy(copy, 1, clockNow, clockNow, marker, limitCount, keyCount, rules.block) then return copy end
@@ -61,7 +63,7 @@ local function main()
   local marked = allowed and spend and readMarks(keyCount * limitCount, keyCount)
   local resetAfter = settle(model, 0, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(keyCount * limitCount, keyCount, settleLife) end
-  if allowed and marker then markOutcome(marker, marked, keyCount, markValues) end
+  if allowed and marker then markOutcome(marker, marked, keyCount, markValues, resetAfter) end
   if allowed then remaining = remaining - cost end -- a refusal spends nothing
   local reply = { clockNow }
   writeDecision(reply, 1, clockNow, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,

@@ -4,9 +4,9 @@ lib/outcome.lua: a spend's outcome marker, so that a spend whose reply never rea
 twice (a client that sends a command again after reconnecting) is charged once.
 
 Every allowed spend with a spend id leaves a marker: the string key `<prefix>{<tag>}!<spend id>`
-(the caller's first key's hash tag: same slot; no other key has `}!`), holding the instant the
-spend was decided at and, when a caller key had a reset mark, those marks ('at' or
-'at,mark1,…,markK'), kept OUTCOME_KEEP_MS of real time. A consume that finds its own marker is a
+(declared in KEYS; the caller's first key's hash tag: same slot; no other key has `}!`), holding
+the instant the spend was decided at and, when a caller key had a reset mark, those marks ('at'
+or 'at,mark1,…,markK'), kept while the spend weighs and at most OUTCOME_KEEP_MS of real time. A consume that finds its own marker is a
 copy of a spend already made: it writes nothing and answers that spend (allowed, at its instant,
 with its marks; remaining 0). A refund in outcome mode (see lib/refund-frame.lua) reads the
 marker instead of a receipt: none means the spend never ran (or was settled, or is forgotten), and
@@ -14,20 +14,16 @@ gives nothing back; else it takes the marker and refunds that spend, once.
 ]]
 local OUTCOME_KEEP_MS = 60000
 
--- The outcome marker of spend `id` made on state key `stateKey` (see above).
-local function outcomeKey(stateKey, id)
-  return string.match(stateKey, '^(.*})') .. '!' .. id
-end
-
 -- Leaves the marker of the spend just made at `now` (marks: markValues of the K caller keys when
--- `marked`). Out of memory, Redis refuses it: the spend stands, unmarked (a lost reply then stays
--- charged, as before markers).
-local function markOutcome(marker, marked, keyCount, marks)
+-- `marked`), kept while the spend weighs (`weighsMs`: until its keys hold nothing), at most
+-- OUTCOME_KEEP_MS. Out of memory, Redis refuses it: the spend stands, unmarked (a lost reply then
+-- stays charged, as before markers).
+local function markOutcome(marker, marked, keyCount, marks, weighsMs)
   local value = string.format('%d', now)
   if marked then
     for k = 1, keyCount do value = value .. ',' .. string.format('%d', marks[k]) end
   end
-  redis.pcall('SET', marker, value, 'PX', OUTCOME_KEEP_MS)
+  redis.pcall('SET', marker, value, 'PX', math.max(1, math.min(OUTCOME_KEEP_MS, weighsMs)))
 end
 
 -- Reads a marker's value into its instant and, into `marks` (k = 1..K), the caller keys' reset

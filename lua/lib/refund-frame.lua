@@ -77,6 +77,9 @@ local function ledgerEntry(ledger, at)
   return refunded, adjustedTo, member, pending
 end
 
+-- The reset mark each caller key had when the spend was made (from its receipt, or its marker).
+local receiptMarks = {}
+
 -- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
 local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   if refunded or now - at > lifetime then return true end -- refunded already, or weighs on nothing
@@ -87,8 +90,6 @@ local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   -- unsettled (trimming never takes those).
   return not pending and floor ~= nil and at <= floor
 end
-
-local receiptMarks = {}
 
 local function main()
   local limitCount = tonumber(ARGV[7])

@@ -75,7 +75,11 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     for (const outcome of [first, short1, short2])
       expect(outcome).toBeInstanceOf(StoreTimeoutError);
     expect(patient).toMatchObject({ allowed: true });
-    expect(await client.keys('batched:*')).toEqual(['batched:{patient}:p:0']);
+    // The patient spend's state and its outcome marker (`{patient}!<spend id>`), nothing else.
+    const stored = (await client.keys('batched:*')).sort();
+    expect(stored.filter((k) => !k.includes('}!'))).toEqual(['batched:{patient}:p:0']);
+    expect(stored.filter((k) => k.startsWith('batched:{patient}!'))).toHaveLength(1);
+    expect(stored).toHaveLength(2);
   });
 
   it('a command replayed from the offline queue after Redis restarted', async () => {
@@ -134,8 +138,10 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
       2,
       spendOneKey,
       1,
+      '', // (no spend id: no outcome marker)
       spendOneKey,
       1,
+      '',
     )) as number[];
     expect(reply[1]).toBe(-1); // past its deadline: -1 alone
     expect(reply[2]).toBe(1 + 8 * 1); // allowed, binding limit 1 (see writeDecision)

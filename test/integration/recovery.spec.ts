@@ -7,7 +7,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Units the stored fixed-window counters of `prefix` hold, summed. */
 async function storedCount(client: Redis, prefix: string): Promise<number> {
-  const keys = await client.keys(`${prefix}*`);
+  // (outcome markers, `{…}!<spend id>`, hold instants, not units)
+  const keys = (await client.keys(`${prefix}*`)).filter((k) => !k.includes('}!'));
   const values = keys.length ? await client.mget(...keys) : [];
   return values.reduce((sum, v) => sum + Number(v ?? 0), 0);
 }

@@ -76,12 +76,14 @@ describe.each(stores)('$name store', (backend) => {
       const limiter = new Limiter(store, { name: 'r', algorithm, limit: 2, window: '1m' });
       const spent = await limiter.consume('k');
       await limiter.reset('k');
-      const keysAfterReset =
-        store instanceof RedisStore ? await backend.keys!(`${store.prefix}*`) : [];
+      // (the spend's outcome marker, `{…}!<spend id>`, may still be there: see lost-reply.spec)
+      const stored = async () =>
+        (await backend.keys!(`${(store as RedisStore).prefix}*`)).filter((k) => !k.includes('}!'));
+      const keysAfterReset = store instanceof RedisStore ? await stored() : [];
       await limiter.refund(spent);
       if (store instanceof RedisStore) {
         // Only the ledger noting the reset: no state key, nothing added by the refund.
-        expect(await backend.keys!(`${store.prefix}*`)).toEqual(keysAfterReset);
+        expect(await stored()).toEqual(keysAfterReset);
         expect(keysAfterReset.every((key) => key.endsWith(':r'))).toBe(true);
       }
       expect((await limiter.consume('k')).remaining).toBe(1); // from empty, not from below zero

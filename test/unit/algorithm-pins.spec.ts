@@ -50,8 +50,12 @@ describe('algorithm facts pinned from before the registry', () => {
     expect(accepting).toEqual(['token-bucket', 'gcra']);
   });
 
-  it('a coalesced decision carries its spend id for sliding-log and concurrency (and settled spends) only', () => {
-    const argsOf = (algorithm: Algorithm, settles: boolean): Array<string | number> => {
+  it('a coalesced spend carries its spend id (its outcome marker is named after it); a peek only for sliding-log and concurrency', () => {
+    const argsOf = (
+      algorithm: Algorithm,
+      settles: boolean,
+      spend = true,
+    ): Array<string | number> => {
       const request: SpendRequest = {
         policy: 'p',
         algorithm,
@@ -62,7 +66,7 @@ describe('algorithm facts pinned from before the registry', () => {
       };
       const queued = {
         request,
-        spend: true,
+        spend,
         spendId: 'tag:7',
         deadline: undefined,
         now: '',
@@ -73,9 +77,12 @@ describe('algorithm facts pinned from before the registry', () => {
       return batchCall([queued], 'rl:', '', 0, false).args;
     };
     const carrying = POLICY_ALGORITHMS.filter((algorithm) =>
-      argsOf(algorithm, false).includes('tag:7'),
+      argsOf(algorithm, false, false).includes('tag:7'),
     );
     expect(carrying).toEqual(['sliding-log', 'concurrency']);
+    for (const algorithm of POLICY_ALGORITHMS) {
+      expect([algorithm, argsOf(algorithm, false).at(-1)]).toEqual([algorithm, 'tag:7']);
+    }
     for (const algorithm of POLICY_ALGORITHMS) {
       expect([algorithm, argsOf(algorithm, true).at(-1)]).toEqual([algorithm, 'tag:7']);
     }
