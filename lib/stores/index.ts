@@ -10,6 +10,7 @@ export type {
   NodeRedisLikeSentinel,
   RedisStoreClient,
 } from './clients/redis-client.shape';
+export type { LostReplyCounts } from './lost-replies';
 export type { RefusalCacheOptions } from './refusal-cache';
 export type {
   AdjustRequest,
