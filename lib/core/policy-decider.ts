@@ -47,6 +47,9 @@ export class PolicyDecider implements SettlingLimiter {
     this.timeoutMs = settings.timeoutMs;
     this.failureRetryAfterMs = settings.failureRetryAfterMs;
     this.options = settings.options;
+    // Made now, not on the first failure: a store's fallback may need to prepare while the store
+    // is healthy (RedisStore's announces this process in its fleet).
+    if (this.failMode === 'memory') this.fallbackStore = store.fallback!();
     const { prefix } = store as { readonly prefix?: unknown };
     this.receipts =
       settings.receiptSecret === undefined

@@ -10,7 +10,9 @@ import type { RedisStoreClient } from './clients/redis-client.shape';
 import { ClockOffset } from './clock-offset';
 import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
-import { MemoryStore } from './memory.store';
+import { FLEET_BEAT_MS, type FleetBeat, type FleetView } from './fleet';
+import type { FallbackSpend, FleetFallback } from './fleet-fallback';
+import { type FallbackCounts, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
@@ -27,7 +29,7 @@ import {
 import { earliest, part } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
 import { StackRuns } from './redis-stack';
-import { epochKey, outcomeKey, storageKeysWithLedgers } from './storage-key.util';
+import { epochKey, fleetKey, outcomeKey, storageKeysWithLedgers } from './storage-key.util';
 import { type LostReplyCounts, LostReplies, type LostSpend } from './lost-replies';
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
@@ -93,6 +95,14 @@ export interface RedisStoreOptions {
    * seen within `maxAgeMs` (those made through this store at once). Default: off.
    */
   readonly refusalCache?: boolean | RefusalCacheOptions;
+  /**
+   * How often this process announces itself in its fleet (the processes sharing this prefix), in
+   * ms, while a limiter on this store has `failMode: 'memory'`; an announcement lasts three beats.
+   * While Redis fails, the fallback gives each process its share of every limit (the limit divided
+   * by the fleet's size as last seen), so the fleet together admits no more than the limit. A whole
+   * number from 100 to 60 000. Default 5 000.
+   */
+  readonly fleetBeatMs?: number;
 }
 
 /** Each algorithm's consume script (built once, not per call). */
@@ -106,6 +116,7 @@ const OPTIONS: readonly (keyof RedisStoreOptions)[] = [
   'clock',
   'coalesce',
   'refusalCache',
+  'fleetBeatMs',
 ];
 
 /**
@@ -150,6 +161,8 @@ export class RedisStore implements Store {
   private readonly stacks: StackRuns;
   /** Spends whose reply was lost with the connection, until they are settled. */
   private readonly lost = new LostReplies((spend) => this.settleLost(spend));
+  /** The fleet of processes on this prefix and the fallback of `failMode: 'memory'`. */
+  private readonly fleetState: RedisFleet;
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
@@ -175,6 +188,14 @@ export class RedisStore implements Store {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }
     this.coalesce = options.coalesce !== false;
+    this.fleetState = new RedisFleet(
+      {
+        beat: (member, ttlMs) => this.beat(member, ttlMs),
+        charge: (spend, from, to) => this.chargeFallback(spend, from, to),
+      },
+      this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
+      fleetBeatMs(options.fleetBeatMs),
+    );
     this.batches = new Coalescer((batch) => this.send(batch), this.cluster);
     const { refusalCache } = options;
     if (refusalCache !== undefined && refusalCache !== false) {
@@ -363,9 +384,92 @@ export class RedisStore implements Store {
     return reply;
   }
 
-  /** Where a limiter with `failMode: 'memory'` counts while Redis fails: a new MemoryStore. */
-  fallback(): MemoryStore {
-    return new MemoryStore();
+  /**
+   * Where a limiter with `failMode: 'memory'` counts while Redis fails: this store's one
+   * fleet-aware fallback, in this process's memory, with this process's share of each limit (see
+   * {@link RedisStoreOptions.fleetBeatMs}); what it allows is charged into Redis when Redis is
+   * back. The first call starts the heartbeat.
+   */
+  fallback(): FleetFallback {
+    return this.fleetState.fallback();
+  }
+
+  /**
+   * The fleet as this process last saw it (its size and this process's place), what the fallback
+   * owes Redis, and what it charged into it; `view` is undefined before the first heartbeat that
+   * Redis answered (heartbeats start with the first `failMode: 'memory'` limiter).
+   */
+  get fleet(): { readonly view: FleetView | undefined } & FallbackCounts {
+    return { view: this.fleetState.view, ...this.fleetState.counts };
+  }
+
+  /**
+   * One heartbeat now, then what the fallback owes Redis charged into it (for tests and
+   * shutdown; the heartbeat runs on its own timer). Rejects when Redis fails.
+   */
+  async heartbeat(): Promise<void> {
+    this.fleetState.fallback();
+    await this.fleetState.membership.beat();
+    await this.fleetState.reconcile();
+  }
+
+  /** Stops the heartbeat and leaves the fleet (on shutdown: the others' shares grow at once). */
+  leaveFleet(): Promise<void> {
+    return this.fleetState.membership.leave();
+  }
+
+  private async beat(member: string, ttlMs: number): Promise<FleetBeat> {
+    const key = fleetKey(this.prefix);
+    const sentAt = monotonicNow();
+    const reply = await this.gate.inOrder(undefined, () =>
+      this.stacks.whenSlotsFree([[this.cluster ? clusterSlot(key) : -1, undefined]], () =>
+        this.run('fleet/beat', [key], ['', 0, member, ttlMs]),
+      ),
+    );
+    const [size, rank, now, joined] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (typeof size !== 'number' || typeof rank !== 'number' || typeof now !== 'number') {
+      throw new TypeError(`redlimit: fleet/beat answered ${String(reply)}`);
+    }
+    if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), now);
+    return { size, rank, now, joined: joined === 1 };
+  }
+
+  /** A fallback spend made to weigh `to` units in Redis instead of `from` (see {@link RedisFleet}). */
+  private chargeFallback(spend: FallbackSpend, from: number, to: number): Promise<number> {
+    const { request, at, id } = spend;
+    // Not on a key reset since the spend (marks: its instant); a compensation: no ledger.
+    const marks = request.keys.map(() => at);
+    return this.gate.inOrder(undefined, async () => {
+      const groups = this.stacks.slotGroups(request);
+      const replies = await this.stacks.whenSlotsFree(groups, () =>
+        Promise.all(
+          groups.map(([, indices]) =>
+            this.run(
+              `${request.algorithm}/refund`,
+              storageKeysWithLedgers(
+                this.prefix,
+                indices.map((i) => request.keys[i]!),
+                request.policy,
+                request.limits.length,
+              ),
+              [
+                this.now(),
+                this.expiryOffsetMs,
+                from,
+                at,
+                id,
+                -stateLifetimeMs(request.algorithm, request.limits),
+                ...limitArgs(request),
+                ...indices.map((i) => marks[i]!),
+                to,
+                spend.request.cost,
+              ],
+            ),
+          ),
+        ),
+      );
+      return (replies as number[]).reduce((sum, reply) => sum + reply, 0);
+    });
   }
 
   reset(request: ResetRequest): Promise<void> {
@@ -670,6 +774,17 @@ export class RedisStore implements Store {
     if (id === 'stack/consume' || !id.endsWith('/consume')) this.batches.flush();
     return this.scripts.run(id, keys, args);
   }
+}
+
+/** Option `fleetBeatMs`, checked. */
+function fleetBeatMs(value: number | undefined): number {
+  if (value === undefined) return FLEET_BEAT_MS;
+  if (!Number.isInteger(value) || value < 100 || value > 60_000) {
+    throw new RangeError(
+      `RedisStore options.fleetBeatMs must be a whole number of ms from 100 to 60000; got ${String(value)}`,
+    );
+  }
+  return value;
 }
 
 /** A device epoch as a script answers it: a whole number ≥ 0. */

@@ -28,7 +28,7 @@ function modelBlocks(): string {
   ).join('\n');
 }
 
-/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`. */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat. */
 export type ScriptId =
   | `${Algorithm}/${'consume' | 'refund'}`
   | 'concurrency/extend'
@@ -36,7 +36,8 @@ export type ScriptId =
   | 'stack/consume'
   | 'batch/consume'
   | 'epoch/read'
-  | 'epoch/bump';
+  | 'epoch/bump'
+  | 'fleet/beat';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
@@ -47,6 +48,7 @@ export const SCRIPT_IDS: readonly ScriptId[] = [
   'batch/consume',
   'epoch/read',
   'epoch/bump',
+  'fleet/beat',
 ];
 
 /**

@@ -66,6 +66,17 @@ export function epochKey(prefix: string, key: string): string {
 }
 
 /**
+ * The fleet of processes that share a prefix (see lua/fleet/beat.lua): one sorted set. After the
+ * prefix it is `fleet`, where every limiter state key starts with `{` and epochs with `epoch:`.
+ *
+ * @example
+ * fleetKey('rl:'); // 'rl:fleet'
+ */
+export function fleetKey(prefix: string): string {
+  return `${prefix}fleet`;
+}
+
+/**
  * The outcome marker of one spend (see lua/lib/outcome.lua): the first caller key's hash tag (same
  * slot as the spend's keys), then `!` and the spend id. No other stored key has `}!`.
  *

@@ -212,8 +212,22 @@ end
 -- the spend weighs on nothing, as for a refund: nothing is added.
 local function charge(key, limit, window, burst, at)
   local s, capacity = load(key, limit, window, burst)
-  if s.b == 0 or at < s.busyStart then return 0 end
   local units = cost * window
+  if s.b == 0 or at < s.busyStart then
+    -- A spend the store never saw (the memory fallback's, charged when the store is back: a
+    -- compensation) still weighs what would be left of it had it been made at `at` and drained
+    -- since; a spend of the store's own weighs on nothing once the bucket was full since.
+    if tonumber(ARGV[6]) >= 0 then return 0 end
+    local left = units - (now - at) * limit
+    if left <= 0 then return 0 end
+    local fresh = s.b == 0
+    store(key, {
+      b = s.b + left, busyStart = fresh and at or s.busyStart, m = fresh and -1 or s.m,
+      lastAt = fresh and at or s.lastAt, prevM = fresh and -1 or s.prevM,
+      prevLastAt = fresh and -1 or s.prevLastAt, pending = openPending(s),
+    }, capacity, limit)
+    return 1
+  end
   local pending = openPending(s)
   raiseAfter(pending, at, units)
   store(key, {

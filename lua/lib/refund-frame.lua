@@ -44,6 +44,8 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
        then per caller key k: [7 + 3L + k] the reset mark the spend's receipt kept ('' for 0)
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
+       and, for a compensation that adjusts (a memory-fallback spend charged into the store, or
+       its charge changed since), [9 + 3L + K] the spend's cost when it was made
 Return number of (key, limit) states that gave something back (or were charged); in outcome
        mode -1 before the deadline, -2 when there is no marker
 ]]
@@ -79,6 +81,10 @@ end
 
 -- The reset mark each caller key had when the spend was made (from its receipt, or its marker).
 local receiptMarks = {}
+-- Set for a compensation: a spend no receipt was issued for (ARGV[6] < 0), which the ledger never
+-- held: a cross-slot spend's slot group undone (Cluster), or a spend the memory fallback allowed,
+-- charged into the store when it is back (lib/stores/redis-fleet.ts).
+local compensation
 
 -- Whether spend `spendId` charged at `at` already weighs on nothing for caller key k.
 local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
@@ -87,8 +93,8 @@ local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   local mark, floor = tonumber(marks[1]), tonumber(marks[2])
   if mark and mark > receiptMarks[k] then return true end -- reset since
   -- Older than what the ledger still remembers, unless the ledger holds it as registered and
-  -- unsettled (trimming never takes those).
-  return not pending and floor ~= nil and at <= floor
+  -- unsettled (trimming never takes those), or it is a compensation (the ledger never held it).
+  return not pending and not compensation and floor ~= nil and at <= floor
 end
 
 local function main()
@@ -112,17 +118,20 @@ local function main()
   end
   local lifetime = tonumber(ARGV[6])
   local record = lifetime >= 0 and spendId ~= ''
-  local compensation = lifetime < 0
+  compensation = lifetime < 0
   if compensation then lifetime = -lifetime end
   local target = tonumber(ARGV[8 + 3 * limitCount + keyCount]) -- nil: a refund
-  reserved = cost
+  local charged = cost
+  -- A fallback spend's units as it was made (it names sliding-log members), when it now weighs
+  -- something else; else what it was charged.
+  reserved = tonumber(ARGV[9 + 3 * limitCount + keyCount]) or cost
   local reduced = 0
   for k = 1, keyCount do
     local first = (k - 1) * limitCount
     local ledger = KEYS[keyCount * limitCount + k]
     local refunded, current, adjusted, pending = false, nil, nil, false
     if record and now - at <= lifetime then refunded, current, adjusted, pending = ledgerEntry(ledger, at) end
-    current = current or reserved
+    current = current or charged
     -- (an adjusted spend is not adjusted again)
     if not (target and adjusted) and not settled(ledger, k, at, lifetime, limitCount, refunded, pending) then
       local given, apply = 0, refund

@@ -11,14 +11,20 @@ export interface LossyProxy {
   dropNextReply(): void;
   /** The next request chunk to Redis is dropped and that connection closed. */
   dropNextRequest(): void;
+  /** An outage: every connection is cut, and new ones are cut as they come, until {@link up}. */
+  down(): void;
+  /** The outage is over: connections get through again. */
+  up(): void;
   close(): Promise<void>;
 }
 
 export async function lossyProxy(redisPort: number): Promise<LossyProxy> {
   let dropReply = false;
   let dropRequest = false;
+  let isDown = false;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
+    if (isDown) return void client.destroy();
     const upstream = net.connect(redisPort, '127.0.0.1');
     sockets.add(client).add(upstream);
     const cut = () => {
@@ -51,6 +57,11 @@ export async function lossyProxy(redisPort: number): Promise<LossyProxy> {
     port: (server.address() as net.AddressInfo).port,
     dropNextReply: () => void (dropReply = true),
     dropNextRequest: () => void (dropRequest = true),
+    down: () => {
+      isDown = true;
+      for (const s of sockets) s.destroy();
+    },
+    up: () => void (isDown = false),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

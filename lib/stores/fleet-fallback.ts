@@ -1,0 +1,160 @@
+import type { LimitRule } from '../core/policy';
+import type {
+  AdjustRequest,
+  RefundRequest,
+  ResetRequest,
+  SpendRequest,
+  SpendResult,
+  Store,
+} from '../core/store';
+import { type FleetView, sharedLimits } from './fleet';
+import { MemoryStore } from './memory.store';
+
+/** At most this many fallback spends wait to be charged into the store (the oldest go first). */
+export const MAX_FALLBACK_SPENDS = 100_000;
+
+/** One spend the fallback allowed, until it is charged into the store or weighs on nothing. */
+export interface FallbackSpend {
+  /** Its spend id (the fallback's: it names sliding-log members in the store too). */
+  readonly id: string;
+  /** The spend's request, with the policy's whole limits (as the store charges them). */
+  readonly request: SpendRequest;
+  /** Its instant on the fallback's clock (the store's clock, estimated). */
+  readonly at: number;
+  /** The limits the fallback charged it against (this process's share when it was made). */
+  readonly shared: readonly LimitRule[];
+  /** What it costs now (its cost; less or more after an adjustment; 0 once refunded). */
+  units: number;
+  /** What of it was charged into the store (0 until it is reconciled). */
+  charged: number;
+  /** Adjusted once already (a spend is adjusted at most once, as in the store). */
+  adjusted: boolean;
+  /** Until when it can weigh on anything (the fallback's clock, ms). */
+  readonly until: number;
+}
+
+/** What the fallback tells its store (the RedisStore it stands in for). */
+export interface FallbackOwner {
+  /** The fleet as last seen (undefined: never seen; the fallback refuses). */
+  view(): FleetView | undefined;
+  /** How long a spend of a policy can weigh on its state (ms). */
+  lifetimeMs(request: SpendRequest): number;
+  /** A spend already charged into the store was refunded or adjusted here: the store owes it. */
+  owes(): void;
+}
+
+/**
+ * Where `failMode: 'memory'` counts while a RedisStore fails, for the whole fleet: an in-process
+ * MemoryStore (on the Redis clock as last estimated) whose limits are this process's share of the
+ * policy's (see `sharedLimits`), so the fleet's processes together admit no more than the limit.
+ * Every spend it allows is kept in a journal until the store is back, then charged into the store
+ * in the window where it was made (see `RedisStore`): a caller cannot get a fresh budget by waiting
+ * for the recovery. A refund or an adjustment of a fallback receipt is applied to the memory store
+ * and to the journal (and, once the spend was charged into the store, to the store too).
+ */
+export class FleetFallback implements Store {
+  private readonly memory: MemoryStore;
+  /** Fallback spends by spend id, oldest first. */
+  readonly journal = new Map<string, FallbackSpend>();
+  /** Spends dropped from a full journal (never charged into the store). */
+  dropped = 0;
+
+  constructor(
+    private readonly owner: FallbackOwner,
+    /** The fallback's clock: the store's (a custom clock) or Redis's as last estimated. */
+    private readonly clock: () => number,
+  ) {
+    this.memory = new MemoryStore({ clock });
+  }
+
+  async consume(request: SpendRequest): Promise<SpendResult> {
+    const shared = sharedLimits(request.limits, this.owner.view());
+    if (shared === undefined) return this.refusal(request);
+    const result = await this.memory.consume({ ...request, limits: shared });
+    if (result.allowed && result.spendId !== undefined && request.algorithm !== 'concurrency') {
+      this.remember(result.spendId, {
+        id: result.spendId,
+        request: { ...request, block: undefined, deadlineAt: undefined, settles: undefined },
+        at: result.at,
+        shared,
+        units: request.cost,
+        charged: 0,
+        adjusted: false,
+        until: result.at + this.owner.lifetimeMs(request),
+      });
+    }
+    return result;
+  }
+
+  async peek(request: SpendRequest): Promise<SpendResult> {
+    const shared = sharedLimits(request.limits, this.owner.view());
+    if (shared === undefined) return this.refusal(request);
+    return this.memory.peek({ ...request, limits: shared });
+  }
+
+  async refund(request: RefundRequest): Promise<void> {
+    const spend = request.spendId === undefined ? undefined : this.journal.get(request.spendId);
+    await this.memory.refund({ ...request, limits: this.limitsOf(request, spend) });
+    if (spend !== undefined) this.settle(spend, 0);
+  }
+
+  async adjust(request: AdjustRequest): Promise<void> {
+    const spend = request.spendId === undefined ? undefined : this.journal.get(request.spendId);
+    await this.memory.adjust({ ...request, limits: this.limitsOf(request, spend) });
+    if (spend !== undefined && !spend.adjusted && spend.units > 0) {
+      spend.adjusted = true;
+      this.settle(spend, request.actualCost);
+    }
+  }
+
+  private settle(spend: FallbackSpend, units: number): void {
+    spend.units = units;
+    if (spend.charged !== units && spend.charged > 0) this.owner.owes();
+  }
+
+  extend(request: RefundRequest): Promise<boolean> {
+    return this.memory.extend({ ...request, limits: this.limitsOf(request, undefined) });
+  }
+
+  reset(request: ResetRequest): Promise<void> {
+    return this.memory.reset(request);
+  }
+
+  /** The spends that owe the store something now (what they cost differs from what it holds). */
+  *owing(): Generator<FallbackSpend> {
+    const now = this.clock();
+    for (const [id, spend] of this.journal) {
+      if (spend.until < now) {
+        this.journal.delete(id); // weighs on nothing any more, here or in the store
+      } else if (spend.units !== spend.charged) {
+        yield spend;
+      }
+    }
+  }
+
+  private limitsOf(request: SpendRequest, spend: FallbackSpend | undefined): readonly LimitRule[] {
+    return spend?.shared ?? sharedLimits(request.limits, this.owner.view()) ?? request.limits;
+  }
+
+  private remember(id: string, spend: FallbackSpend): void {
+    if (this.journal.size >= MAX_FALLBACK_SPENDS) {
+      const oldest = this.journal.keys().next().value as string;
+      this.journal.delete(oldest);
+      this.dropped++;
+    }
+    this.journal.set(id, spend);
+  }
+
+  /** A refusal without a share: nothing is spent; try again after the next beat. */
+  private refusal(request: SpendRequest): SpendResult {
+    return {
+      allowed: false,
+      remaining: 0,
+      limitIndex: 0,
+      retryAfterMs: request.limits[0]!.windowMs,
+      resetAfterMs: request.limits[0]!.windowMs,
+      blockedKeyIndex: 0,
+      at: this.clock(),
+    };
+  }
+}
