@@ -79,14 +79,24 @@ describe('when Redis hangs or goes away', () => {
     });
   });
 
-  it('memory: while Redis hangs, a per-process fallback keeps limiting, then Redis decides again', async () => {
+  it('memory: while Redis hangs, the fallback keeps limiting (this process is the whole fleet), then Redis decides again, charged with what the fallback allowed', async () => {
     const failures: StoreFailure[] = [];
+    const store = new RedisStore({
+      client,
+      prefix: `fail:memory:${Math.random()}:`,
+      fleetBeatMs: 100,
+    });
     const limiter = new Limiter(
-      new RedisStore({ client, prefix: `fail:memory:${Math.random()}:` }),
+      store,
       { name: 'otp', algorithm: 'fixed-window', limit: 2, window: '1h', failMode: 'memory' },
       { timeoutMs: 400, onStoreFailure: (failure) => failures.push(failure) },
     );
     await limiter.consume('warm');
+    // A fallback takes a share only once this process has been in the fleet for a beat.
+    while (!store.fleet.view?.established) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await store.heartbeat();
+    }
     const [first, second, third, refusedAttempt] = await whileHung(async () => {
       const a = await limiter.consume('k');
       const b = await limiter.consume('k');
@@ -100,13 +110,17 @@ describe('when Redis hangs or goes away', () => {
     expect(refusedAttempt).toBeInstanceOf(RateLimitedError); // the budget refused, not the store
     expect(first.receipt.fallback).toBe(true);
     expect(await limiter.refund(first)).toBe(true); // refunds go back to the fallback
-    // Redis answers again: its own state decides (the fallback's spends never reached it).
+    // Redis answers again: what the fallback allowed and kept (second) is charged into it.
     // (Polled with peek: a consume that timed out right after the thaw would be refunded late.)
     let probe = await limiter.peek('k');
     for (let i = 0; i < 50 && probe.failure; i++) probe = await limiter.peek('k');
+    await store.heartbeat();
+    expect(store.fleet).toMatchObject({ owing: 0, reconciled: 1 });
     const back = await limiter.consume('k');
     expect(back.failure).toBeUndefined();
-    expect(back.remaining).toBe(1);
+    expect(back.allowed).toBe(true);
+    expect(back.remaining).toBe(0);
+    await store.leaveFleet();
   });
 
   it.each(['closed', 'open'] as const)(
