@@ -10,7 +10,9 @@ export type {
   NodeRedisLikeSentinel,
   RedisStoreClient,
 } from './clients/redis-client.shape';
+export type { FleetView } from './fleet';
 export type { LostReplyCounts } from './lost-replies';
+export type { FleetState } from './redis-fleet';
 export type { RefusalCacheOptions } from './refusal-cache';
 export type {
   AdjustRequest,

@@ -17,8 +17,20 @@ export interface FleetPort {
   charge(spend: FallbackSpend, from: number, to: number): Promise<number>;
 }
 
-/** Counts of what the fallback's journal did (see `RedisStore.fleet`). */
-export interface FallbackCounts {
+/** What a RedisStore's fleet looks like from this process (see `RedisStore.fleet`). */
+export interface FleetState {
+  /** The fleet as last seen; undefined before the first heartbeat Redis answered. */
+  readonly view: FleetView | undefined;
+  /** Fallback spends that owe the store something (not reconciled yet). */
+  readonly owing: number;
+  /** Fallback spends charged into the store since the store was made. */
+  readonly reconciled: number;
+  /** Fallback spends dropped from a full journal (never charged into the store). */
+  readonly dropped: number;
+}
+
+/** Counts of what the fallback's journal did. */
+interface FallbackCounts {
   /** Fallback spends that owe the store something (not reconciled yet). */
   readonly owing: number;
   /** Fallback spends charged into the store since the store was made. */

@@ -10,9 +10,9 @@ import type { RedisStoreClient } from './clients/redis-client.shape';
 import { ClockOffset } from './clock-offset';
 import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
-import { FLEET_BEAT_MS, type FleetBeat, type FleetView } from './fleet';
-import type { FallbackSpend, FleetFallback } from './fleet-fallback';
-import { type FallbackCounts, RedisFleet } from './redis-fleet';
+import { FLEET_BEAT_MS, type FleetBeat } from './fleet';
+import type { FallbackSpend } from './fleet-fallback';
+import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
@@ -390,7 +390,7 @@ export class RedisStore implements Store {
    * {@link RedisStoreOptions.fleetBeatMs}); what it allows is charged into Redis when Redis is
    * back. The first call starts the heartbeat.
    */
-  fallback(): FleetFallback {
+  fallback(): Store {
     return this.fleetState.fallback();
   }
 
@@ -399,7 +399,7 @@ export class RedisStore implements Store {
    * owes Redis, and what it charged into it; `view` is undefined before the first heartbeat that
    * Redis answered (heartbeats start with the first `failMode: 'memory'` limiter).
    */
-  get fleet(): { readonly view: FleetView | undefined } & FallbackCounts {
+  get fleet(): FleetState {
     return { view: this.fleetState.view, ...this.fleetState.counts };
   }
 

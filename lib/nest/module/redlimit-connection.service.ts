@@ -155,8 +155,15 @@ export class RedlimitConnection implements OnApplicationShutdown {
     return new RedlimitConnection(new MemoryStore(), 'memory', undefined, undefined, timeoutMs);
   }
 
-  /** Closes the Redis client if the module created it. */
+  /**
+   * Leaves the store's fleet (a `RedisStore` whose limiters use `failMode: 'memory'`: the others'
+   * shares grow at their next beat), then closes the Redis client if the module created it.
+   */
   async onApplicationShutdown(): Promise<void> {
+    const { store } = this;
+    if (store instanceof RedisStore && store.fleet.view !== undefined) {
+      await store.leaveFleet().catch(() => undefined); // Redis may be the reason for the shutdown
+    }
     if (this.ownedClient) await closeRedisClient(this.ownedClient, this.closeTimeoutMs);
   }
 }
