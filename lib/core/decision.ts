@@ -100,7 +100,8 @@ export interface Decision {
   /**
    * Set when the store failed and the policy's fail mode decided instead: `allowed` is then false
    * for `closed` (the store failed, not the budget), true for `open` (not enforced), and the
-   * in-process fallback's answer for `memory` (enforced per process only). A policy in shadow
+   * in-process fallback's answer for `memory` (this process's share of the limit: with a
+   * `RedisStore`, the shares of its fleet add up to the limit). A policy in shadow
    * mode refuses nothing: what `closed` would refuse is allowed, with `shadowRefused`.
    */
   readonly failure?: StoreFailure;

@@ -16,7 +16,8 @@ export interface LimiterOptions {
   /**
    * What a decision does when the store fails or is slower than `timeoutMs`, unless the policy
    * sets its own: `'closed'` (default) refuses, `'open'` allows without enforcing, `'memory'`
-   * limits in this process until the store answers again.
+   * limits in this process, with its share of the limit (a `RedisStore` divides it among the
+   * processes of its fleet), until the store answers again.
    */
   readonly failMode?: FailMode;
   /** Longest wait for the store per call, in ms. Default 1000. */
