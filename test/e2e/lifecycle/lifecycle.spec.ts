@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { Limiter, LimiterRegistry, MemoryStore, RedlimitConnection } from '../../../lib/nest';
+import type { RedisStore } from '../../../lib';
 import { clusterNodes } from '../../support/cluster-handle';
 import { connectNodeRedis } from '../../support/node-redis';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
@@ -18,6 +19,25 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
     expect(connection.client?.status).toBe('ready');
     await app.close();
     expect(connection.client?.status).toBe('end');
+  });
+
+  it("with failMode 'memory', the process joins its fleet and leaves it on shutdown", async () => {
+    const prefix = uniquePrefix('e2e-fleet');
+    const check = createTestClient();
+    try {
+      const app = await startApp(
+        lifecycleApp({ redis: redisUrl(), prefix, failMode: 'memory' }),
+        platform,
+      );
+      const store = app.app.get(RedlimitConnection).store as RedisStore;
+      expect((await app.request('/ping')).status).toBe(200);
+      await store.heartbeat();
+      expect(await check.zcard(`${prefix}fleet`)).toBe(1);
+      await app.close();
+      expect(await check.zcard(`${prefix}fleet`)).toBe(0);
+    } finally {
+      await check.quit();
+    }
   });
 
   const onCluster = clusterNodes() ? it : it.skip;
