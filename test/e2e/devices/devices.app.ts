@@ -82,7 +82,7 @@ export function devicesStore(
   clock: ManualClock,
 ): Store {
   return kind === 'redis'
-    ? new RedisStore({ client: client!, prefix, clock: clock.read })
+    ? new RedisStore({ client: client!, prefix, clock: clock.read, fleetBeatMs: 100 })
     : new MemoryStore({ clock: clock.read });
 }
 
