@@ -26,8 +26,9 @@ const BURST_ALGORITHMS: readonly Algorithm[] = ALGORITHM_NAMES.filter(
 /**
  * What a decision does when the store fails or is slower than `timeoutMs`: `closed` refuses
  * (safe for sign-in, OTP, payments), `open` allows without enforcing (availability first),
- * `memory` keeps limiting in this process's memory until the store answers again (degraded:
- * each process counts on its own, so N processes allow up to N times the limit).
+ * `memory` keeps limiting in this process's memory until the store answers again, with this
+ * process's share of the limit (a `RedisStore` divides each limit among the processes of its
+ * fleet, so together they admit no more than the limit; see docs/failure-modes.md).
  */
 export type FailMode = 'closed' | 'open' | 'memory';
 

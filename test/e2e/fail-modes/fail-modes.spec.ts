@@ -1,5 +1,7 @@
 import { createServer } from 'node:net';
 import Redis from 'ioredis';
+import type { RedisStore } from '../../../lib';
+import { RedlimitConnection } from '../../../lib/nest';
 import { startRedisServer, type StartedRedisServer, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, startApp } from '../support/app';
 import { failModeApp, TIMEOUT_MS } from './fail-modes.app';
@@ -114,13 +116,20 @@ describe.each(PLATFORMS)('fail modes on %s', (platform) => {
       }
     });
 
-    it('memory: the per-process fallback keeps limiting (429, not 503) until Redis answers', async () => {
+    it("memory: the fallback keeps limiting with this process's share (the whole limit: a fleet of one), 429 not 503, until Redis answers", async () => {
       const app = await startApp(
         failModeApp(server.url, 'memory', 2, uniquePrefix('e2e-memory')),
         platform,
       );
       try {
         expect((await app.request('/throttled')).status).toBe(200); // connected and warm
+        // The fallback has a share once this process has been in its fleet for a beat (5 s).
+        const store = app.app.get(RedlimitConnection).store as RedisStore;
+        while (!store.fleet.view?.established) {
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          await store.heartbeat();
+        }
+        expect(store.fleet.view.size).toBe(1);
         const statuses = await whileFrozen(async () => {
           const out: number[] = [];
           for (let i = 0; i < 3; i++) out.push((await app.request('/throttled')).status);
