@@ -6,7 +6,8 @@
 //   npx ts-node --transpile-only bench/core-ab.ts --baseline DIR [--rounds 12] [--calls 20000]
 //
 // Shapes: fixed window on 1 key, coalesced (64 in flight) and `coalesce: false` (one at a time);
-// 2 keys coalesced; token bucket coalesced; an attempt (`begin()` then keep) coalesced; the same
+// 2 keys coalesced; token bucket coalesced; an attempt (`begin()` then keep) coalesced; fixed
+// window with `failMode: 'memory'` (the fleet's heartbeat running); the same
 // fixed window on a MemoryStore (Node alone). Per round: decisions/s (wall clock), Node CPU µs
 // per decision (`process.cpuUsage()`) and Redis CPU µs per decision (`INFO cpu`); this build
 // over the baseline per round, median [95 % bootstrap interval]. Not a test: figures for a note.
@@ -17,7 +18,7 @@ import { benchRedis } from './support/redis.util';
 import { bootstrapMedian, seededRandom, withInterval } from './support/stats.util';
 
 type Lib = typeof import('../lib');
-type Shape = 'fw1' | 'fw1-alone' | 'fw2' | 'tb1' | 'begin' | 'memory';
+type Shape = 'fw1' | 'fw1-alone' | 'fw2' | 'tb1' | 'begin' | 'fleet' | 'memory';
 
 const SHAPES: ReadonlyArray<{ shape: Shape; name: string; inFlight: number }> = [
   { shape: 'fw1', name: 'fixed window, 1 key, coalesced', inFlight: 64 },
@@ -25,6 +26,7 @@ const SHAPES: ReadonlyArray<{ shape: Shape; name: string; inFlight: number }> = 
   { shape: 'fw2', name: 'fixed window, 2 keys, coalesced', inFlight: 64 },
   { shape: 'tb1', name: 'token bucket, 1 key, coalesced', inFlight: 64 },
   { shape: 'begin', name: 'begin() and keep, 1 key, coalesced', inFlight: 64 },
+  { shape: 'fleet', name: "fixed window, 1 key, coalesced, failMode 'memory'", inFlight: 64 },
   { shape: 'memory', name: 'fixed window, 1 key, MemoryStore', inFlight: 64 },
 ];
 
@@ -55,6 +57,8 @@ function build(name: string, url: string, libDir: string | undefined): Build {
   const fwAlone = new lib.Limiter(alone, fixed);
   const tb = new lib.Limiter(coalesced, bucket);
   const fwMemory = new lib.Limiter(memory, fixed);
+  // (From issue 30 on, a limiter with this fail mode makes its process beat in the store's fleet.)
+  const fwFleet = new lib.Limiter(coalesced, { ...fixed, name: 'fwm', failMode: 'memory' });
   return {
     name,
     run: {
@@ -63,6 +67,7 @@ function build(name: string, url: string, libDir: string | undefined): Build {
       fw2: () => fw.consume(['ip:caller', 'email:caller']),
       tb1: () => tb.consume('caller'),
       begin: () => fw.begin('begin:caller'),
+      fleet: () => fwFleet.consume('caller'),
       memory: () => fwMemory.consume('caller'),
     },
     close: async () => {
