@@ -100,7 +100,7 @@ export class FleetMembership {
   /** Starts beating (the first beat at once); idempotent. */
   start(): void {
     if (this.timer !== undefined) return;
-    this.timer = setInterval(() => void this.beat().catch(() => undefined), FLEET_BEAT_MS);
+    this.timer = setInterval(() => void this.beat().catch(() => undefined), this.beatMs);
     this.timer.unref();
     void this.beat().catch(() => undefined);
   }
