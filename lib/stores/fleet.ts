@@ -4,9 +4,17 @@ import { newSpendTag } from './spend-id.util';
 
 /**
  * How often a process announces itself in its fleet while a `failMode: 'memory'` limiter uses it
- * (RedisStore option `fleetBeatMs`); an announcement lasts three beats.
+ * (RedisStore option `fleetBeatMs`).
  */
 export const FLEET_BEAT_MS = 5_000;
+
+/**
+ * How long a process stays in its fleet after its latest beat (RedisStore option `fleetTtlMs`):
+ * how long the fallback can last into an outage (past it, this process may no longer be counted
+ * by the others, so it takes no share), and how long a process that died without leaving still
+ * counts (the others' shares stay smaller meanwhile, and a newcomer waits for it to lapse).
+ */
+export const FLEET_TTL_MS = 600_000;
 
 /** What a beat answered: the live fleet's size and this process's place in it. */
 export interface FleetBeat {
@@ -18,11 +26,13 @@ export interface FleetBeat {
   readonly now: number;
   /** True when this process was not in the fleet before this beat (it joined or came back). */
   readonly joined: boolean;
+  /** The oldest latest beat of the other members (the store's clock; -1: no other member). */
+  readonly oldestOther: number;
 }
 
 /**
  * What this process last saw of its fleet (see `RedisStore.fleet`): the processes that share the
- * store's prefix and announced themselves within the last three beats.
+ * store's prefix and beat within the last `fleetTtlMs`.
  */
 export interface FleetView {
   /** Live members when it was seen, this process included. */
@@ -30,9 +40,11 @@ export interface FleetView {
   /** This process's place among them (0-based). */
   readonly rank: number;
   /**
-   * True once this process has been in the fleet for a whole beat interval: every member that
-   * beat since has counted it, so it can take a share without the shares adding up to more than
-   * the limit. A process that joined (or came back) later takes none.
+   * True while this process may take a share: every other member has beaten since it joined (so
+   * every other member's view counts it, and the shares add up to no more than the limit), and
+   * its own latest answered beat is less than `fleetTtlMs` old (so no member can have dropped it
+   * since). False before that, for a process that joined (or came back) after another member's
+   * latest beat, and once the view has outlived this process's place in the fleet.
    */
   readonly established: boolean;
   /** When it was seen (this process's monotonic clock, ms). */
@@ -69,17 +81,19 @@ export function sharedLimits(
 }
 
 /**
- * This process's membership of its fleet: a beat every `beatMs` (off the decision
- * path, on a timer that never holds the process open) while started, the last view it answered,
- * and whether this process has been a member long enough to take a share. A beat that fails keeps
- * the last view: it is what the fallback divides by while the store is away.
+ * This process's membership of its fleet: a beat every `beatMs` (off the decision path, on a
+ * timer that never holds the process open) while started, the last view it answered, and whether
+ * this process may take a share (see {@link FleetView.established}). A beat that fails keeps the
+ * last view: it is what the fallback divides by while the store is away, until it lapses.
  */
 export class FleetMembership {
   /** This process's name in the fleet: random, with the pid for whoever reads the set. */
   readonly member = `${process.pid}:${newSpendTag()}`;
-  private view?: FleetView;
-  /** When this process's current membership began (monotonic ms; reset when it lapsed). */
-  private memberSince?: number;
+  private view?: Omit<FleetView, 'established'>;
+  /** Every other member had beaten since this one joined, as of the latest answered beat. */
+  private seenByAll = false;
+  /** When this process's current membership began (the store's clock; reset when it lapsed). */
+  private joinedAt?: number;
   private timer?: ReturnType<typeof setInterval>;
   private beating?: Promise<void>;
 
@@ -88,13 +102,19 @@ export class FleetMembership {
     private readonly send: (member: string, ttlMs: number) => Promise<FleetBeat>,
     /** Runs after every beat that the store answered (the store is back: reconcile). */
     private readonly onAnswer: () => Promise<void>,
-    /** The beat interval (ms); an announcement lasts three. */
+    /** The beat interval (ms). */
     private readonly beatMs = FLEET_BEAT_MS,
+    /** How long a member stays in the fleet after its latest beat (ms). */
+    private readonly ttlMs = FLEET_TTL_MS,
   ) {}
 
   /** The fleet as last seen, or undefined before any beat was answered. */
   get current(): FleetView | undefined {
-    return this.view;
+    const view = this.view;
+    if (view === undefined) return undefined;
+    // (seenAt: when the beat was sent, no later than Redis recorded it: a margin)
+    const established = this.seenByAll && monotonicNow() - view.seenAt < this.ttlMs;
+    return { ...view, established };
   }
 
   /** Starts beating (the first beat at once); idempotent. */
@@ -116,22 +136,18 @@ export class FleetMembership {
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
     this.view = undefined;
-    this.memberSince = undefined;
+    this.joinedAt = undefined;
+    this.seenByAll = false;
     await this.send(this.member, 0);
   }
 
   private async beatOnce(): Promise<void> {
     const sentAt = monotonicNow();
-    const beat = await this.send(this.member, 3 * this.beatMs);
-    if (beat.joined || this.memberSince === undefined) this.memberSince = sentAt;
-    this.view = {
-      size: beat.size,
-      rank: beat.rank,
-      // Members beat every interval: one that saw the fleet before this process joined has beaten
-      // since (and counted it) when a whole interval has passed.
-      established: sentAt - this.memberSince >= this.beatMs,
-      seenAt: sentAt,
-    };
+    const beat = await this.send(this.member, this.ttlMs);
+    if (beat.joined || this.joinedAt === undefined) this.joinedAt = beat.now;
+    // Strictly after: a beat in the same millisecond may have run before this one joined.
+    this.seenByAll = beat.oldestOther < 0 || beat.oldestOther > this.joinedAt;
+    this.view = { size: beat.size, rank: beat.rank, seenAt: sentAt };
     await this.onAnswer();
   }
 }

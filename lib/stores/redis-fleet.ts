@@ -56,11 +56,13 @@ export class RedisFleet {
     /** The fallback's clock: the store's, or Redis's as last estimated. */
     private readonly clock: () => number,
     beatMs: number,
+    ttlMs: number,
   ) {
     this.membership = new FleetMembership(
-      (member, ttlMs) => port.beat(member, ttlMs),
+      (member, ttl) => port.beat(member, ttl),
       () => this.reconcile(),
       beatMs,
+      ttlMs,
     );
   }
 

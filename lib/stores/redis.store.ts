@@ -10,7 +10,7 @@ import type { RedisStoreClient } from './clients/redis-client.shape';
 import { ClockOffset } from './clock-offset';
 import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
-import { FLEET_BEAT_MS, type FleetBeat } from './fleet';
+import { FLEET_BEAT_MS, FLEET_TTL_MS, type FleetBeat } from './fleet';
 import type { FallbackSpend } from './fleet-fallback';
 import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
@@ -97,12 +97,21 @@ export interface RedisStoreOptions {
   readonly refusalCache?: boolean | RefusalCacheOptions;
   /**
    * How often this process announces itself in its fleet (the processes sharing this prefix), in
-   * ms, while a limiter on this store has `failMode: 'memory'`; an announcement lasts three beats.
-   * While Redis fails, the fallback gives each process its share of every limit (the limit divided
-   * by the fleet's size as last seen), so the fleet together admits no more than the limit. A whole
-   * number from 100 to 60 000. Default 5 000.
+   * ms, while a limiter on this store has `failMode: 'memory'`. While Redis fails, the fallback
+   * gives each process its share of every limit (the limit divided by the fleet's size as last
+   * seen), so the fleet together admits no more than the limit. A whole number from 100 to
+   * 60 000. Default 5 000.
    */
   readonly fleetBeatMs?: number;
+  /**
+   * How long a process stays in its fleet after its latest beat, in ms: how long the fallback of
+   * `failMode: 'memory'` can last into an outage (past it this process takes no share: the others
+   * may have stopped counting it), and how long a process that died without leaving keeps
+   * counting (the others' shares are smaller meanwhile, and a process that joins takes no share
+   * until every member has beaten since). A whole number from 3 × `fleetBeatMs` to one day.
+   * Default 600 000 (10 minutes).
+   */
+  readonly fleetTtlMs?: number;
 }
 
 /** Each algorithm's consume script (built once, not per call). */
@@ -117,6 +126,7 @@ const OPTIONS: readonly (keyof RedisStoreOptions)[] = [
   'coalesce',
   'refusalCache',
   'fleetBeatMs',
+  'fleetTtlMs',
 ];
 
 /**
@@ -194,7 +204,7 @@ export class RedisStore implements Store {
         charge: (spend, from, to) => this.chargeFallback(spend, from, to),
       },
       this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
-      fleetBeatMs(options.fleetBeatMs),
+      ...fleetTimes(options.fleetBeatMs, options.fleetTtlMs),
     );
     this.batches = new Coalescer((batch) => this.send(batch), this.cluster);
     const { refusalCache } = options;
@@ -426,12 +436,17 @@ export class RedisStore implements Store {
         this.run('fleet/beat', [key], ['', 0, member, ttlMs]),
       ),
     );
-    const [size, rank, now, joined] = Array.isArray(reply) ? (reply as unknown[]) : [];
-    if (typeof size !== 'number' || typeof rank !== 'number' || typeof now !== 'number') {
+    const [size, rank, now, joined, oldestOther] = Array.isArray(reply) ? (reply as unknown[]) : [];
+    if (
+      typeof size !== 'number' ||
+      typeof rank !== 'number' ||
+      typeof now !== 'number' ||
+      typeof oldestOther !== 'number'
+    ) {
       throw new TypeError(`redlimit: fleet/beat answered ${String(reply)}`);
     }
     if (!this.clock) this.redisClock.observe(sentAt, monotonicNow(), now);
-    return { size, rank, now, joined: joined === 1 };
+    return { size, rank, now, joined: joined === 1, oldestOther };
   }
 
   /** A fallback spend made to weigh `to` units in Redis instead of `from` (see {@link RedisFleet}). */
@@ -776,15 +791,24 @@ export class RedisStore implements Store {
   }
 }
 
-/** Option `fleetBeatMs`, checked. */
-function fleetBeatMs(value: number | undefined): number {
-  if (value === undefined) return FLEET_BEAT_MS;
-  if (!Number.isInteger(value) || value < 100 || value > 60_000) {
+/** Options `fleetBeatMs` and `fleetTtlMs`, checked. */
+function fleetTimes(
+  beat: number | undefined,
+  ttl: number | undefined,
+): [beatMs: number, ttlMs: number] {
+  const beatMs = beat ?? FLEET_BEAT_MS;
+  if (!Number.isInteger(beatMs) || beatMs < 100 || beatMs > 60_000) {
     throw new RangeError(
-      `RedisStore options.fleetBeatMs must be a whole number of ms from 100 to 60000; got ${String(value)}`,
+      `RedisStore options.fleetBeatMs must be a whole number of ms from 100 to 60000; got ${String(beat)}`,
     );
   }
-  return value;
+  const ttlMs = ttl ?? Math.max(FLEET_TTL_MS, 3 * beatMs);
+  if (!Number.isInteger(ttlMs) || ttlMs < 3 * beatMs || ttlMs > 86_400_000) {
+    throw new RangeError(
+      `RedisStore options.fleetTtlMs must be a whole number of ms from 3 × fleetBeatMs (${3 * beatMs}) to 86400000; got ${String(ttl)}`,
+    );
+  }
+  return [beatMs, ttlMs];
 }
 
 /** A device epoch as a script answers it: a whole number ≥ 0. */

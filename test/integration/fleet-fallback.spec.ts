@@ -50,8 +50,12 @@ describe("failMode 'memory': the fleet's limit holds while Redis is away", () =>
 
   /** `n` processes' stores on one prefix, each with its own connection through the proxy. */
   function fleet(n: number, prefix: string, clock?: TestClock): RedisStore[] {
+    return fleetVia(proxy, n, prefix, clock);
+  }
+
+  function fleetVia(via: LossyProxy, n: number, prefix: string, clock?: TestClock): RedisStore[] {
     return Array.from({ length: n }, () => {
-      const client = new Redis(proxy.port, {
+      const client = new Redis(via.port, {
         maxRetriesPerRequest: 0,
         enableOfflineQueue: false,
         retryStrategy: () => 20,
@@ -79,8 +83,8 @@ describe("failMode 'memory': the fleet's limit holds while Redis is away", () =>
   }
 
   /** Every connection is cut and every store has noticed (a command fails). */
-  async function outage(members: RedisStore[]): Promise<void> {
-    proxy.down();
+  async function outage(members: RedisStore[], via: LossyProxy = proxy): Promise<void> {
+    via.down();
     await until(async () => {
       const failed = await Promise.all(
         members.map((s) =>
@@ -185,6 +189,37 @@ describe("failMode 'memory': the fleet's limit holds while Redis is away", () =>
     for (let i = 0; i < 10; i++) if ((await lateLimiter!.consume('victim')).allowed) allowed++;
     for (let i = 0; i < 10; i++) if ((await firstLimiter!.consume('victim')).allowed) allowed++;
     expect(allowed).toBeLessThanOrEqual(4);
+  });
+
+  it('a process that joined while a member could not beat takes no share until that member has beaten since', async () => {
+    const prefix = `fleet:unseen:${Math.random()}:`;
+    const cutOff = await lossyProxy(server.port);
+    try {
+      const [a] = fleetVia(cutOff, 1, prefix);
+      const [b] = fleet(1, prefix);
+      await established([a!, b!]);
+      await outage([a!], cutOff); // a's beats fail: its view (a, b) stays, and so does its place
+      const [c] = fleet(1, prefix);
+      for (let i = 0; i < 5; i++) {
+        await until(() =>
+          c!.heartbeat().then(
+            () => true,
+            () => false,
+          ),
+        );
+        await b!.heartbeat();
+      }
+      expect(c!.fleet.view).toMatchObject({ size: 3, established: false }); // a never saw c
+      const policy = { algorithm: 'fixed-window', limit: 10, window: '1h' };
+      const all = limiters([a!, b!, c!], policy);
+      await outage([b!, c!]);
+      let allowed = 0;
+      for (let i = 0; i < 60; i++) if ((await all[i % 3]!.consume('victim')).allowed) allowed++;
+      expect(allowed).toBeLessThanOrEqual(10); // a: 5 of 2, b: 3 or 4 of 3, c: none
+    } finally {
+      cutOff.up();
+      await cutOff.close();
+    }
   });
 
   it('a fallback spend refunded before Redis is back is never charged; one refunded after is given back there', async () => {
