@@ -1,0 +1,142 @@
+// Review of the outcome markers (lua/lib/outcome.lua, lib/stores/lost-replies.ts): attacks on "a
+// lost reply leaves nothing charged once settled", "a settled spend is refunded exactly once" and
+// "a copy is charged once".
+import Redis, { type RedisOptions } from 'ioredis';
+import { Limiter, RedisStore } from '../../lib';
+import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
+import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
+
+/** Waits until `done()` holds (polling; fails after `ms`, a bound, not a timing assertion). */
+async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('review: outcome markers under attack', () => {
+  let server: StartedRedisServer;
+  let check: Redis;
+  let proxy: LossyProxy;
+  const open: Redis[] = [];
+  beforeAll(async () => {
+    server = await startRedisServer();
+    check = new Redis(server.url);
+  });
+  afterAll(async () => {
+    check.disconnect();
+    await server.stop();
+  });
+  beforeEach(async () => {
+    proxy = await lossyProxy(server.port);
+  });
+  afterEach(async () => {
+    for (const c of open.splice(0)) c.disconnect();
+    await proxy.close();
+  });
+
+  let prefixes = 0;
+  function setup(options: RedisOptions = {}, limiterOptions: Record<string, unknown> = {}) {
+    const client = new Redis(proxy.port, '127.0.0.1', {
+      maxRetriesPerRequest: 1,
+      autoResendUnfulfilledCommands: false,
+      ...options,
+    });
+    client.on('error', () => {});
+    open.push(client);
+    const prefix = `review-lost${++prefixes}:`;
+    const store = new RedisStore({ client, prefix });
+    const limiter = new Limiter(
+      store,
+      { name: 'p', algorithm: 'fixed-window', limit: 50, window: '1h' },
+      { onStoreFailure: () => {}, timeoutMs: 300, ...limiterOptions },
+    );
+    /** Every stored key of the prefix but markers and ledgers, with its value. */
+    const state = async (): Promise<Record<string, string>> => {
+      const out: Record<string, string> = {};
+      for (const key of (await check.keys(`${prefix}*`)).sort()) {
+        if (key.includes('}!') || key.endsWith(':r')) continue;
+        out[key] = (await check.get(key)) ?? '';
+      }
+      return out;
+    };
+    return { client, store, limiter, prefix, state };
+  }
+
+  // Attack: ioredis (default autoResendUnfulfilledCommands) writes the spend again once it has
+  // reconnected, but later than the caller's deadline. The first copy ran and charged; the copy
+  // sent again answers that it ran past its deadline (-1, wrote nothing). That answer must not
+  // count as "the spend did not run": the first copy's charge must still be settled by its marker.
+  it('a copy sent again after the deadline: the first copy is still settled (single call)', async () => {
+    const { client, store, limiter, state } = setup({
+      autoResendUnfulfilledCommands: true,
+      maxRetriesPerRequest: 5,
+      retryStrategy: () => 800, // reconnects (and sends the copy) after the 300 ms deadline
+    });
+    await limiter.consume('k');
+    const before = await state();
+    proxy.dropNextReply();
+    const decision = await limiter.consume('k');
+    expect(decision.failure).toBeDefined();
+    await until(() => client.status === 'ready');
+    await client.ping(); // the copy was sent before this, and answered
+    await store.settleLostReplies();
+    await until(() => store.lostReplies.pending === 0);
+    expect(await state()).toEqual(before);
+  });
+
+  it('a coalesced batch sent again after the deadline: every first copy is still settled', async () => {
+    const { client, store, limiter, state } = setup({
+      autoResendUnfulfilledCommands: true,
+      maxRetriesPerRequest: 5,
+      retryStrategy: () => 800,
+    });
+    await Promise.all(['a', 'b', 'c'].map((key) => limiter.consume(key)));
+    const before = await state();
+    proxy.dropNextReply();
+    const decisions = await Promise.all(['a', 'b', 'c'].map((key) => limiter.consume(key)));
+    expect(decisions.every((d) => d.failure !== undefined)).toBe(true);
+    await until(() => client.status === 'ready');
+    await client.ping();
+    await store.settleLostReplies();
+    await until(() => store.lostReplies.pending === 0);
+    expect(await state()).toEqual(before);
+  });
+
+  // Attack: a spend sent straight to the store without a deadline (the Store API allows it) whose
+  // reply is merely slow (Redis held for longer than the 1 s after which an unanswered spend counts
+  // as lost). The settlement is written behind it on the same connection, so it runs right after
+  // the spend and refunds it, while the spend's own reply tells its caller "allowed": a unit
+  // admitted and given back (budget created).
+  it('a spend without a deadline that is only slow: allowed, so it must stay charged', async () => {
+    const { client, store, prefix } = setup();
+    const admin = new Redis(server.url);
+    open.push(admin);
+    const request = {
+      policy: 'p',
+      algorithm: 'fixed-window' as const,
+      limits: [{ limit: 5, windowMs: 3_600_000, burst: 5 }],
+      keys: ['k'],
+      cost: 1,
+    };
+    await store.consume(request);
+    const counter = storageKeysWithLedgers(prefix, ['k'], 'p', 1)[0]!;
+    expect(await check.get(counter)).toBe('1');
+    await admin.call('client', 'pause', '60000', 'write');
+    let spent;
+    try {
+      spent = store.consume(request);
+      await sleep(1_500); // past the 1 s after which an unanswered spend counts as lost
+    } finally {
+      await admin.call('client', 'unpause');
+    }
+    const result = await spent;
+    expect(result.allowed).toBe(true);
+    await client.ping(); // anything written behind the spend has run
+    expect(await check.get(counter)).toBe('2');
+  });
+});
