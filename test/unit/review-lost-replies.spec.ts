@@ -1,0 +1,48 @@
+// Review of LostReplies (lib/stores/lost-replies.ts): a spend lost while a settling pass is under
+// way must be settled soon after, not only when the pass's next planned time comes (it could be a
+// long wait: a spend still in flight far from its deadline, or without one). Its marker is kept
+// 60 s at most: waiting that long leaves it forgotten, charged.
+import { monotonicNow } from '../../lib/core/clock.util';
+import { LostReplies, type LostSpend } from '../../lib/stores/lost-replies';
+import type { SpendRequest } from '../../lib/stores/store.interface';
+
+async function until(done: () => boolean, ms = 5_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const request = (deadlineAt: number | undefined): SpendRequest => ({
+  policy: 'p',
+  algorithm: 'fixed-window',
+  limits: [{ limit: 5, windowMs: 60_000, burst: 5 }],
+  keys: ['k'],
+  cost: 1,
+  ...(deadlineAt !== undefined && { deadlineAt }),
+});
+
+describe('review: LostReplies, a spend lost during a settling pass', () => {
+  it('is settled soon, not at the pass’s far next time', async () => {
+    let releaseFirst: (n: number) => void = () => {};
+    const settled: string[] = [];
+    const lost = new LostReplies((spend: LostSpend) => {
+      settled.push(spend.spendId);
+      if (spend.spendId === 'a') return new Promise<number>((r) => (releaseFirst = r));
+      return Promise.resolve(-2);
+    });
+    const lostError = new Error('Connection is closed.');
+    // In flight, far from its deadline: the pass under way plans its next run then.
+    lost.sent('far', request(monotonicNow() + 50_000), 1);
+    lost.sent('a', request(monotonicNow() - 5_000), 1);
+    lost.failed('a', lostError);
+    await until(() => settled.includes('a')); // the pass is under way, waiting on 'a'
+    lost.sent('c', request(monotonicNow() - 5_000), 1);
+    lost.failed('c', lostError); // lost while the pass runs
+    releaseFirst(1);
+    await until(() => settled.includes('c'));
+    expect(lost.counts).toMatchObject({ refunded: 1, notRun: 1, forgotten: 0 });
+    lost.answered('far');
+  });
+});
