@@ -114,6 +114,8 @@ export class LostReplies {
   private timer?: ReturnType<typeof setTimeout>;
   private timerAt = Infinity;
   private running = false;
+  /** The earliest time asked for while a pass was under way: that pass runs again by then. */
+  private wantedAt = Infinity;
   private failures = 0;
   private refunded = 0;
   private notRun = 0;
@@ -188,7 +190,11 @@ export class LostReplies {
 
   /** Arms the timer for `at` (monotonic ms) unless it fires earlier already. */
   private schedule(at: number): void {
-    if (this.running || at >= this.timerAt) return; // the pass under way schedules the next
+    if (this.running) {
+      this.wantedAt = Math.min(this.wantedAt, at); // the pass under way schedules it
+      return;
+    }
+    if (at >= this.timerAt) return;
     this.disarm();
     this.timerAt = at;
     this.timer = setTimeout(
@@ -264,6 +270,8 @@ export class LostReplies {
       }
     } finally {
       this.running = false;
+      next = Math.min(next, this.wantedAt);
+      this.wantedAt = Infinity;
     }
     if (failed) {
       next = monotonicNow() + RETRY_MS[Math.min(this.failures, RETRY_MS.length - 1)]!;
