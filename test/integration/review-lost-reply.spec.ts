@@ -2,7 +2,10 @@
 // lost reply leaves nothing charged once settled", "a settled spend is refunded exactly once" and
 // "a copy is charged once".
 import Redis, { type RedisOptions } from 'ioredis';
+import { createClient } from 'redis';
+import { createClient as createClientV4 } from 'redis-v4';
 import { Limiter, RedisStore } from '../../lib';
+import type { SpendRequest } from '../../lib/stores/store.interface';
 import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
@@ -138,5 +141,160 @@ describe('review: outcome markers under attack', () => {
     expect(result.allowed).toBe(true);
     await client.ping(); // anything written behind the spend has run
     expect(await check.get(counter)).toBe('2');
+  });
+});
+
+describe('review: outcome markers, what held', () => {
+  let server: StartedRedisServer;
+  let check: Redis;
+  let proxy: LossyProxy;
+  beforeAll(async () => {
+    server = await startRedisServer();
+    check = new Redis(server.url);
+  });
+  afterAll(async () => {
+    check.disconnect();
+    await server.stop();
+  });
+  beforeEach(async () => {
+    proxy = await lossyProxy(server.port);
+  });
+  afterEach(async () => {
+    await proxy.close();
+  });
+
+  const policy = { name: 'p', algorithm: 'fixed-window' as const, limit: 50, window: '1h' };
+  let prefixes = 0;
+  const counters = async (prefix: string) => {
+    const out: Record<string, string> = {};
+    for (const key of (await check.keys(`${prefix}*`)).sort()) {
+      if (!key.includes('}!') && !key.endsWith(':r')) out[key] = (await check.get(key)) ?? '';
+    }
+    return out;
+  };
+
+  /** A limiter on `client` loses one reply: it is settled, nothing stays charged. */
+  async function lostOnce(client: ConstructorParameters<typeof RedisStore>[0]['client']) {
+    const prefix = `review-held${++prefixes}:`;
+    const store = new RedisStore({ client, prefix });
+    const limiter = new Limiter(store, policy, { onStoreFailure: () => {}, timeoutMs: 300 });
+    await limiter.consume('k');
+    const before = await counters(prefix);
+    proxy.dropNextReply();
+    const decision = await limiter.consume('k');
+    expect(decision.failure).toBeDefined();
+    await until(() => store.lostReplies.refunded === 1);
+    expect(await counters(prefix)).toEqual(before);
+  }
+  const url = () => `redis://127.0.0.1:${proxy.port}`;
+
+  it('node-redis v5: a lost reply is settled (its error counts as "may have run")', async () => {
+    const client = createClient({ url: url(), socket: { reconnectStrategy: () => 50 } });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await lostOnce(client);
+    } finally {
+      client.destroy();
+    }
+  });
+
+  it('node-redis v4: a lost reply is settled (its error counts as "may have run")', async () => {
+    const client = createClientV4({ url: url(), socket: { reconnectStrategy: () => 50 } });
+    client.on('error', () => undefined);
+    await client.connect();
+    try {
+      await lostOnce(client);
+    } finally {
+      await client.disconnect().catch(() => undefined);
+    }
+  });
+
+  function direct() {
+    const client = new Redis(server.url);
+    const prefix = `review-held${++prefixes}:`;
+    const store = new RedisStore({ client, prefix });
+    const settle = (request: SpendRequest, spendId: string) =>
+      (store as unknown as { settleLost(s: unknown): Promise<number> }).settleLost({
+        request,
+        spendId,
+        deadline: '',
+        deadlineAt: 0,
+        forgetAt: Infinity,
+      });
+    return { client, prefix, store, settle };
+  }
+  const request = (keys: string[], policyName = 'p'): SpendRequest => ({
+    policy: policyName,
+    algorithm: 'fixed-window',
+    limits: [{ limit: 5, windowMs: 3_600_000, burst: 5 }],
+    keys,
+    cost: 1,
+  });
+
+  it('a reset between the spend and its settlement: the settlement gives nothing back', async () => {
+    const { client, prefix, store, settle } = direct();
+    const r = request(['k']);
+    const lost = await store.consume(r);
+    await store.reset({ policy: 'p', algorithm: 'fixed-window', limits: r.limits, keys: ['k'] });
+    await store.consume(r);
+    await store.consume(r);
+    expect(Object.values(await counters(prefix))).toEqual(['2']);
+    expect(await settle(r, lost.spendId!)).toBe(0);
+    expect(Object.values(await counters(prefix))).toEqual(['2']);
+    client.disconnect();
+  });
+
+  it('a marker that expired: nothing given back', async () => {
+    const { client, prefix, store, settle } = direct();
+    const r = request(['k']);
+    const lost = await store.consume(r);
+    for (const key of await check.keys(`${prefix}*}!*`)) await check.del(key);
+    expect(await settle(r, lost.spendId!)).toBe(-2);
+    expect(Object.values(await counters(prefix))).toEqual(['1']);
+    client.disconnect();
+  });
+
+  it('caller keys with } and !, two policies on one key: each marker its own, kept ≤ 60 s', async () => {
+    const { client, prefix, store, settle } = direct();
+    const keys = ['a}!b', 'a', 'a!', '{a}', '#a'];
+    const spent = [];
+    for (const key of keys) {
+      for (const name of ['p', 'q'])
+        spent.push([request([key], name), await store.consume(request([key], name))] as const);
+    }
+    const markers = await check.keys(`${prefix}*}!*`);
+    expect(new Set(markers).size).toBe(spent.length);
+    for (const key of markers) {
+      const ttl = await check.pttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(60_000);
+    }
+    // Another caller key's request with that spend id finds no marker (its key is in the name).
+    const [r0, s0] = spent[0]!;
+    const [r2] = spent[2]!; // caller key 'a'
+    expect(await settle(r2, s0.spendId!)).toBe(-2);
+    // Settling one spend gives back only that one, once.
+    expect(await settle(r0, s0.spendId!)).toBe(1);
+    expect(await settle(r0, s0.spendId!)).toBe(-2);
+    const left = Object.values(await counters(prefix)).filter((v) => v === '1');
+    expect(left).toHaveLength(spent.length - 1);
+    client.disconnect();
+  });
+
+  it('a coalesced batch: every allowed spend leaves a marker with a TTL, a refused one none', async () => {
+    const client = new Redis(server.url);
+    const prefix = `review-held${++prefixes}:`;
+    const store = new RedisStore({ client, prefix });
+    const limiter = new Limiter(store, { ...policy, limit: 2 });
+    await limiter.consume('warm');
+    const decisions = await Promise.all(
+      ['x', 'x', 'x', 'y', 'z'].map((key) => limiter.consume(key)),
+    );
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, true, true]);
+    const markers = await check.keys(`${prefix}*}!*`);
+    expect(markers).toHaveLength(5); // warm, x twice, y, z
+    for (const key of markers) expect(await check.pttl(key)).toBeGreaterThan(0);
+    client.disconnect();
   });
 });
