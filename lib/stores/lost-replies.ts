@@ -99,8 +99,7 @@ const OVERDUE_MS = 1_000;
  * the connection went after the command may have been written), or when it is still unanswered
  * {@link OVERDUE_MS} after its caller's deadline (a client that drops the commands of a broken
  * connection never answers them; a spend without a deadline is only lost by a failure: it could
- * still run and be answered), or when a copy of it sent again answers that it came too late (an
- * earlier copy may have run). Once its deadline has passed (the spend can no longer run),
+ * still run and be answered). Once its deadline has passed (the spend can no longer run),
  * each is sent to `settle` (a refund in outcome mode: refunded if its outcome marker says it ran,
  * nothing if not: the number of states given back, -2 when there was no marker, -1 when Redis's
  * clock has not reached the deadline yet), again after a growing wait while the store fails,
@@ -143,18 +142,6 @@ export class LostReplies {
   /** A spend was answered (or failed without having run): nothing to settle. */
   answered(spendId: string): void {
     if (!this.inFlight.delete(spendId)) this.pending.delete(spendId);
-  }
-
-  /**
-   * A copy of a spend answered that it ran past its deadline and wrote nothing: an earlier copy
-   * (written before a connection was lost, then sent again by the client) may have run, so it is
-   * settled by its marker as a lost one (nothing is given back if none ran).
-   */
-  ranLate(spendId: string): void {
-    const flight = this.inFlight.get(spendId);
-    if (flight === undefined) return; // already counted lost (overdue): it stays so
-    this.inFlight.delete(spendId);
-    this.lose(spendId, flight);
   }
 
   /** A spend's call failed: lost if it may have run, else answered. */

@@ -588,20 +588,13 @@ export class RedisStore implements Store {
       if (tracked) this.lost.failed(spendId, error);
       throw error;
     }
+    if (tracked) this.lost.answered(spendId);
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
     if (reply[1] === -1) {
-      // This copy wrote nothing, but an earlier one (sent again after a lost connection) may have
-      // run: unless the call goes once more (and is answered then), it is settled by its marker.
-      try {
-        this.lateReply(request.deadlineAt, receivedAt, retried);
-      } catch (error) {
-        if (tracked) this.lost.ranLate(spendId);
-        throw error;
-      }
+      this.lateReply(request.deadlineAt, receivedAt, retried);
       return this.decide(request, spend, spendId, true);
     }
-    if (tracked) this.lost.answered(spendId);
     return toResult(reply, 1, reply[0]!, request, spendId);
   }
 
@@ -726,12 +719,10 @@ export class RedisStore implements Store {
     receivedAt: number,
   ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
-    const tracked = spend && spendId !== undefined;
+    if (spend && spendId !== undefined) this.lost.answered(spendId);
     const at = cursor.next;
     const status = reply[at];
     if (status === -2 || status === -1) cursor.next = at + (status === -2 ? 2 : 1);
-    // A decision late (-1) wrote nothing, but an earlier copy of it may have run (see decide).
-    if (tracked && status !== -1) this.lost.answered(spendId);
     if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
       reject(explainedError(new Error(String(reply[at + 1]))));
@@ -741,7 +732,6 @@ export class RedisStore implements Store {
       try {
         this.lateReply(request.deadlineAt, receivedAt, false);
       } catch (error) {
-        if (tracked) this.lost.ranLate(spendId);
         reject(error);
         return;
       }

@@ -25,7 +25,8 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            it: see lib/outcome.lua)
 Return the batch's clock reading, then each decision as writeDecision in lib/decide.lua writes it
        (its instant decided at is there when it is not the batch's reading); a decision whose
-       deadline had passed answers -1 alone (and wrote nothing); one whose evaluation raised an
+       deadline had passed answers -1 alone (and wrote nothing; a copy of a spend already made is
+       answered as such); one whose evaluation raised an
        error (e.g. a key of another type) answers -2 and the message, and the other decisions
        stand
 ]]
@@ -36,17 +37,19 @@ Return the batch's clock reading, then each decision as writeDecision in lib/dec
 -- One decision, as lib/consume-frame.lua makes it, answered from reply[n + 1] on; returns the index
 -- of its last value.
 local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife)
-  if deadline and deadline ~= '' and now > deadline + 0 then
-    reply[n + 1] = -1
-    return n + 1
-  end
+  local late = deadline and deadline ~= '' and now > deadline + 0
   local model, rules = set.model, set.rules
   local limitCount = rules.count
   local clockNow = now
   local marker = spend and spendId ~= '' and KEYS[base + keyCount * (limitCount + (rules.block and 2 or 1)) + 1]
+  -- A copy of a spend already made is answered even past the deadline (see lib/consume-frame.lua).
   if marker then
     local last = answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, rules.block)
     if last then return last end
+  end
+  if late then
+    reply[n + 1] = -1
+    return n + 1
   end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, base, keyCount, limitCount, rules)
   if seen > now then

@@ -32,28 +32,31 @@ Return {the clock's reading, then the decision as writeDecision in lib/decide.lu
         (status, remaining, retryAfterMs when refused, resetAfterMs, the instant decided at when
         it is not the clock's reading, the caller keys' reset marks when any is set, the end of
         the latest lockout holding the call back for a policy with a lockout)}
-       or {now, -1} when the deadline had passed
+       or {now, -1} when the deadline had passed (and, for a spend, no copy of it had run)
 ]]
 --#include lib/decide.lua
 
 local model = { evaluate = evaluate, commit = commit, reset = resetIn }
 
 local function main()
-  if ARGV[6] ~= '' and now > ARGV[6] + 0 then return { now, -1 } end
+  local late = ARGV[6] ~= '' and now > ARGV[6] + 0
+  local spend = ARGV[4] == '1'
+  -- Every spend with an id leaves an outcome marker (the last key); one that finds it is a copy of
+  -- a spend already made (lib/outcome.lua), answered as such even past the deadline (it writes
+  -- nothing; the spend it answers was made in time, and its reply may be the only one to come).
+  local marker = spend and spendId ~= '' and KEYS[#KEYS]
+  if late and not marker then return { now, -1 } end
 
   local clockNow = now
   local settleLife
   cost, settleLife = readCost(ARGV[3])
   local limitCount, rules = readRules(7)
-  local spend = ARGV[4] == '1'
-  -- Every spend with an id leaves an outcome marker (the last key); one that finds it is a copy of
-  -- a spend already made (lib/outcome.lua).
-  local marker = spend and spendId ~= '' and KEYS[#KEYS]
   local keyCount = (#KEYS - (marker and 1 or 0)) / (limitCount + (rules.block and 2 or 1))
   if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
   if marker then
     local copy = { clockNow }
     if answerCopy(copy, 1, clockNow, clockNow, marker, limitCount, keyCount, rules.block) then return copy end
+    if late then return { clockNow, -1 } end
   end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)
   if seen > now then

@@ -89,6 +89,9 @@ describe('review: outcome markers under attack', () => {
     await client.ping(); // the copy was sent before this, and answered
     await store.settleLostReplies();
     await until(() => store.lostReplies.pending === 0);
+    // (the copy's late reply may be refunded by its receipt, issued after the ping: polled)
+    const settled = JSON.stringify(before);
+    await until(async () => JSON.stringify(await state()) === settled, 5_000).catch(() => {});
     expect(await state()).toEqual(before);
   });
 
@@ -107,6 +110,9 @@ describe('review: outcome markers under attack', () => {
     await client.ping();
     await store.settleLostReplies();
     await until(() => store.lostReplies.pending === 0);
+    // (the copy's late reply may be refunded by its receipt, issued after the ping: polled)
+    const settled = JSON.stringify(before);
+    await until(async () => JSON.stringify(await state()) === settled, 5_000).catch(() => {});
     expect(await state()).toEqual(before);
   });
 
