@@ -98,8 +98,7 @@ const OVERDUE_MS = 1_000;
  * A spend is lost when its call fails in a way that may have left it charged ({@link mayHaveRun}:
  * the connection went after the command may have been written), or when it is still unanswered
  * {@link OVERDUE_MS} after its caller's deadline (a client that drops the commands of a broken
- * connection never answers them; a spend without a deadline is only lost by a failure: it could
- * still run and be answered). Once its deadline has passed (the spend can no longer run),
+ * connection never answers them). Once its deadline has passed (the spend can no longer run),
  * each is sent to `settle` (a refund in outcome mode: refunded if its outcome marker says it ran,
  * nothing if not: the number of states given back, -2 when there was no marker, -1 when Redis's
  * clock has not reached the deadline yet), again after a growing wait while the store fails,
@@ -110,6 +109,8 @@ const OVERDUE_MS = 1_000;
 export class LostReplies {
   private readonly inFlight = new Map<string, InFlight>();
   private readonly pending = new Map<string, LostSpend>();
+  /** Spends whose settlement was sent and is not answered yet. */
+  private readonly settling = new Set<string>();
   private timer?: ReturnType<typeof setTimeout>;
   private timerAt = Infinity;
   private running = false;
@@ -139,9 +140,16 @@ export class LostReplies {
     this.schedule(deadlineAt + OVERDUE_MS);
   }
 
-  /** A spend was answered (or failed without having run): nothing to settle. */
-  answered(spendId: string): void {
-    if (!this.inFlight.delete(spendId)) this.pending.delete(spendId);
+  /**
+   * A spend was answered (or failed without having run): nothing to settle. Returns false when
+   * its settlement was sent already (an unanswered spend counts as lost {@link OVERDUE_MS} after
+   * its caller's deadline, or at once without one): it gives the spend back, so the answer must
+   * not be taken as allowed.
+   */
+  answered(spendId: string): boolean {
+    if (this.inFlight.delete(spendId)) return true;
+    this.pending.delete(spendId);
+    return !this.settling.has(spendId);
   }
 
   /** A spend's call failed: lost if it may have run, else answered. */
@@ -209,18 +217,7 @@ export class LostReplies {
     try {
       let now = monotonicNow();
       for (const [spendId, flight] of this.inFlight) {
-        if (flight.deadline === undefined) {
-          // No deadline: it may still run whenever it reaches Redis, and its reply then tell its
-          // caller it was allowed; settled while unanswered, it could be refunded right after it
-          // ran (behind it on the connection). Only a failure makes it lost; it is waited for
-          // while its marker would be kept, then forgotten.
-          if (now >= flight.deadlineAt + OUTCOME_KEEP_MS) {
-            this.inFlight.delete(spendId);
-            this.forgotten++;
-          } else {
-            next = Math.min(next, flight.deadlineAt + OUTCOME_KEEP_MS);
-          }
-        } else if (now >= flight.deadlineAt + OVERDUE_MS) {
+        if (now >= flight.deadlineAt + OVERDUE_MS) {
           this.inFlight.delete(spendId);
           this.lose(spendId, flight);
         } else {
@@ -239,10 +236,13 @@ export class LostReplies {
         }
       }
       for (let i = 0; i < due.length && !failed; i += PARALLEL) {
-        const outcomes = await Promise.allSettled(due.slice(i, i + PARALLEL).map(this.settle));
+        const part = due.slice(i, i + PARALLEL);
+        for (const spend of part) this.settling.add(spend.spendId);
+        const outcomes = await Promise.allSettled(part.map(this.settle));
         now = monotonicNow();
         outcomes.forEach((outcome, j) => {
           const spend = due[i + j]!;
+          this.settling.delete(spend.spendId);
           if (!this.pending.has(spend.spendId)) return; // answered meanwhile
           if (outcome.status === 'rejected') {
             failed = true;

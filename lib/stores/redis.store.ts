@@ -588,7 +588,7 @@ export class RedisStore implements Store {
       if (tracked) this.lost.failed(spendId, error);
       throw error;
     }
-    if (tracked) this.lost.answered(spendId);
+    if (tracked && !this.lost.answered(spendId)) throw settledMeanwhile();
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
     if (reply[1] === -1) {
@@ -719,7 +719,7 @@ export class RedisStore implements Store {
     receivedAt: number,
   ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
-    if (spend && spendId !== undefined) this.lost.answered(spendId);
+    const settled = spend && spendId !== undefined && !this.lost.answered(spendId);
     const at = cursor.next;
     const status = reply[at];
     if (status === -2 || status === -1) cursor.next = at + (status === -2 ? 2 : 1);
@@ -738,7 +738,9 @@ export class RedisStore implements Store {
       this.batches.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
       return;
     }
-    resolve(toResult(reply, at, reply[0]!, request, spendId, cursor));
+    const result = toResult(reply, at, reply[0]!, request, spendId, cursor);
+    if (settled) reject(settledMeanwhile());
+    else resolve(result);
   }
 
   /**
@@ -809,6 +811,14 @@ function fleetTimes(
     );
   }
   return [beatMs, ttlMs];
+}
+
+/**
+ * A spend answered after its settlement as a lost spend was sent (it was unanswered long past its
+ * deadline, or had none): the settlement gives it back, so it is reported failed, not allowed.
+ */
+function settledMeanwhile(): StoreTimeoutError {
+  return new StoreTimeoutError(undefined, 'its reply came after it was settled as lost');
 }
 
 /** A device epoch as a script answers it: a whole number ≥ 0. */
