@@ -148,8 +148,10 @@ export class LostReplies {
    */
   answered(spendId: string): boolean {
     if (this.inFlight.delete(spendId)) return true;
+    // (being settled, it stays to be settled: tried again if that settlement fails)
+    if (this.settling.has(spendId)) return false;
     this.pending.delete(spendId);
-    return !this.settling.has(spendId);
+    return true;
   }
 
   /** A spend's call failed: lost if it may have run, else answered. */

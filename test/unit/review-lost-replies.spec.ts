@@ -45,4 +45,23 @@ describe('review: LostReplies, a spend lost during a settling pass', () => {
     expect(lost.counts).toMatchObject({ refunded: 1, notRun: 1, forgotten: 0 });
     lost.answered('far');
   });
+
+  it('answered while its settlement runs: reported not allowed, and settled again if that fails', async () => {
+    let failFirst: (error: Error) => void = () => {};
+    const calls: string[] = [];
+    const lost = new LostReplies((spend: LostSpend) => {
+      calls.push(spend.spendId);
+      if (calls.length === 1) return new Promise<number>((_, reject) => (failFirst = reject));
+      return Promise.resolve(1);
+    });
+    lost.sent('a', request(monotonicNow() - 5_000), 1);
+    lost.failed('a', new Error('Connection is closed.'));
+    await until(() => calls.length === 1);
+    // Its reply comes after all: the settlement under way gives it back.
+    expect(lost.answered('a')).toBe(false);
+    failFirst(new Error('Connection is closed.'));
+    await until(() => calls.length === 2);
+    await until(() => lost.counts.pending === 0);
+    expect(lost.counts).toMatchObject({ refunded: 1, forgotten: 0 });
+  });
 });
