@@ -10,8 +10,13 @@ import type {
 import { type FleetView, sharedLimits } from './fleet';
 import { MemoryStore } from './memory.store';
 
-/** At most this many fallback spends wait to be charged into the store (the oldest go first). */
-export const MAX_FALLBACK_SPENDS = 100_000;
+/**
+ * How much the journal of fallback spends holds, in the entries its spends weigh on (a caller key
+ * and limit each, and a ledger per caller key): once full, the fallback refuses until old spends
+ * weigh on nothing (a spend it allowed is never dropped uncharged). Its MemoryStore keeps twice as
+ * many entries, so a flood of keys cannot push out a caller whose spends are journaled.
+ */
+export const MAX_FALLBACK_ENTRIES = 200_000;
 
 /** One spend the fallback allowed, until it is charged into the store or weighs on nothing. */
 export interface FallbackSpend {
@@ -56,23 +61,31 @@ export class FleetFallback implements Store {
   private readonly memory: MemoryStore;
   /** Fallback spends by spend id, oldest first. */
   readonly journal = new Map<string, FallbackSpend>();
-  /** Spends dropped from a full journal (never charged into the store). */
-  dropped = 0;
+  /** The entries the journal's spends weigh on (see {@link MAX_FALLBACK_ENTRIES}). */
+  private entries = 0;
+  /** Calls refused because the journal was full. */
+  refusedFull = 0;
 
   constructor(
     private readonly owner: FallbackOwner,
     /** The fallback's clock: the store's (a custom clock) or Redis's as last estimated. */
     private readonly clock: () => number,
   ) {
-    this.memory = new MemoryStore({ clock });
+    this.memory = new MemoryStore({ clock, maxKeys: 2 * MAX_FALLBACK_ENTRIES });
   }
 
   async consume(request: SpendRequest): Promise<SpendResult> {
     const shared = sharedLimits(request.limits, this.owner.view());
     if (shared === undefined) return this.refusal(request);
+    const weight = entriesOf(request);
+    if (request.algorithm !== 'concurrency' && !this.room(weight)) {
+      this.refusedFull++;
+      return this.refusal(request);
+    }
     const result = await this.memory.consume({ ...request, limits: shared });
     if (result.allowed && result.spendId !== undefined && request.algorithm !== 'concurrency') {
-      this.remember(result.spendId, {
+      this.entries += weight;
+      this.journal.set(result.spendId, {
         id: result.spendId,
         request: { ...request, block: undefined, deadlineAt: undefined, settles: undefined },
         at: result.at,
@@ -125,24 +138,31 @@ export class FleetFallback implements Store {
     const now = this.clock();
     for (const [id, spend] of this.journal) {
       if (spend.until < now) {
-        this.journal.delete(id); // weighs on nothing any more, here or in the store
+        this.forget(id, spend); // weighs on nothing any more, here or in the store
       } else if (spend.units !== spend.charged) {
         yield spend;
       }
     }
   }
 
-  private limitsOf(request: SpendRequest, spend: FallbackSpend | undefined): readonly LimitRule[] {
-    return spend?.shared ?? sharedLimits(request.limits, this.owner.view()) ?? request.limits;
+  /** Whether the journal has room for a spend on `weight` entries (spends past their life go). */
+  private room(weight: number): boolean {
+    if (this.entries + weight <= MAX_FALLBACK_ENTRIES) return true;
+    const now = this.clock();
+    for (const [id, spend] of this.journal) {
+      if (this.entries + weight <= MAX_FALLBACK_ENTRIES) break;
+      if (spend.until < now) this.forget(id, spend);
+    }
+    return this.entries + weight <= MAX_FALLBACK_ENTRIES;
   }
 
-  private remember(id: string, spend: FallbackSpend): void {
-    if (this.journal.size >= MAX_FALLBACK_SPENDS) {
-      const oldest = this.journal.keys().next().value as string;
-      this.journal.delete(oldest);
-      this.dropped++;
-    }
-    this.journal.set(id, spend);
+  private forget(id: string, spend: FallbackSpend): void {
+    this.journal.delete(id);
+    this.entries -= entriesOf(spend.request);
+  }
+
+  private limitsOf(request: SpendRequest, spend: FallbackSpend | undefined): readonly LimitRule[] {
+    return spend?.shared ?? sharedLimits(request.limits, this.owner.view()) ?? request.limits;
   }
 
   /** A refusal without a share: nothing is spent; try again after the next beat. */
@@ -157,4 +177,9 @@ export class FleetFallback implements Store {
       at: this.clock(),
     };
   }
+}
+
+/** The entries a spend weighs on: a state per caller key and limit, and a ledger per caller key. */
+function entriesOf(request: SpendRequest): number {
+  return request.keys.length * (request.limits.length + 1);
 }

@@ -25,8 +25,8 @@ export interface FleetState {
   readonly owing: number;
   /** Fallback spends charged into the store since the store was made. */
   readonly reconciled: number;
-  /** Fallback spends dropped from a full journal (never charged into the store). */
-  readonly dropped: number;
+  /** Calls the fallback refused because its journal was full (see `MAX_FALLBACK_ENTRIES`). */
+  readonly refusedFull: number;
 }
 
 /** Counts of what the fallback's journal did. */
@@ -35,8 +35,8 @@ interface FallbackCounts {
   readonly owing: number;
   /** Fallback spends charged into the store since the store was made. */
   readonly reconciled: number;
-  /** Fallback spends dropped from a full journal (never charged into the store). */
-  readonly dropped: number;
+  /** Calls refused because the journal was full. */
+  readonly refusedFull: number;
 }
 
 /**
@@ -93,7 +93,7 @@ export class RedisFleet {
     let owing = 0;
     if (journal)
       for (const spend of journal.journal.values()) if (spend.units !== spend.charged) owing++;
-    return { owing, reconciled: this.reconciled, dropped: journal?.dropped ?? 0 };
+    return { owing, reconciled: this.reconciled, refusedFull: journal?.refusedFull ?? 0 };
   }
 
   /**

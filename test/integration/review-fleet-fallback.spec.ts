@@ -5,7 +5,7 @@
 import Redis from 'ioredis';
 import { Limiter, RedisStore } from '../../lib';
 import type { Algorithm } from '../../lib/core/policy';
-import { FleetFallback, MAX_FALLBACK_SPENDS } from '../../lib/stores/fleet-fallback';
+import { FleetFallback, MAX_FALLBACK_ENTRIES } from '../../lib/stores/fleet-fallback';
 import { TestClock } from '../support/backends';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
@@ -205,8 +205,8 @@ describe("review: failMode 'memory' across a fleet", () => {
     expect(back.allowed).toBe(false);
   });
 
-  // Attack: flush the journal. It keeps at most MAX_FALLBACK_SPENDS spends and drops the oldest
-  // when full, though they still weigh (inside their window): those are never charged into Redis.
+  // Attack: flush the journal. It kept at most 100 000 spends and dropped the oldest when full,
+  // though they still weighed (inside their window): those are never charged into Redis.
   // Spend the victim's budget early in the outage, then have the fallback allow 100 000 cheap
   // spends on keys of one's own (a botnet's addresses, made-up user names): once Redis is back the
   // victim's key holds nothing of the outage, and the same window gives its budget again. (The
@@ -232,10 +232,15 @@ describe("review: failMode 'memory' across a fleet", () => {
     let allowed = 0;
     for (let i = 0; i < 5; i++) if ((await spend('victim')).allowed) allowed++;
     expect(allowed).toBe(5);
-    for (let i = 0; i < MAX_FALLBACK_SPENDS; i++) if ((await spend(`bot${i}`)).allowed) allowed++;
+    // (Each spend weighs on 2 entries: its key's state and its ledger.) A full journal refuses.
+    for (let i = 0; i < MAX_FALLBACK_ENTRIES / 2 + 10; i++) {
+      if ((await spend(`bot${i}`)).allowed) allowed++;
+    }
+    expect(allowed).toBe(MAX_FALLBACK_ENTRIES / 2);
     const owed = [...fallback.owing()];
     expect(owed.filter((s) => s.request.keys[0] === 'victim')).toHaveLength(5);
     expect(owed).toHaveLength(allowed);
+    expect(fallback.refusedFull).toBe(10 + 5);
   });
 
   // Attack: the same flood during the outage. The fallback's MemoryStore keeps at most 100 000
