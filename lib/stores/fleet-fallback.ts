@@ -26,6 +26,14 @@ export interface FallbackSpend {
   readonly request: SpendRequest;
   /** Its instant on the fallback's clock (the store's clock, estimated). */
   readonly at: number;
+  /**
+   * Where its charge stands in the store when that is not `at`: a token-bucket or GCRA spend is
+   * charged with the others of its caller key as the backlog they leave together, at the instant
+   * of that charge (see `RedisFleet`); later changes (a refund) go there.
+   */
+  chargedAt?: number;
+  /** The instant whose reset marks it is charged under (default `at`: not on a key reset since). */
+  readonly markAt?: number;
   /** The limits the fallback charged it against (this process's share when it was made). */
   readonly shared: readonly LimitRule[];
   /** What it costs now (its cost; less or more after an adjustment; 0 once refunded). */
@@ -37,6 +45,25 @@ export interface FallbackSpend {
   /** Until when it can weigh on anything (the fallback's clock, ms). */
   readonly until: number;
 }
+
+/** A lockout the fallback started, until it is written into the store (or is over). */
+export interface FallbackLockout {
+  /** Its policy. */
+  readonly policy: string;
+  /** The caller key it holds. */
+  readonly key: string;
+  /** When it ends (the fallback's clock). */
+  readonly until: number;
+  /** How long it lasts (the next one escalates from it). */
+  readonly duration: number;
+  /** When it is forgotten. */
+  readonly forgetAt: number;
+  /** Written into the store already. */
+  written: boolean;
+}
+
+/** At most this many lockouts wait to be written into the store (more: the fallback's own hold). */
+export const MAX_FALLBACK_LOCKOUTS = 100_000;
 
 /** What the fallback tells its store (the RedisStore it stands in for). */
 export interface FallbackOwner {
@@ -65,6 +92,8 @@ export class FleetFallback implements Store {
   private entries = 0;
   /** Calls refused because the journal was full. */
   refusedFull = 0;
+  /** Lockouts started here, by policy and caller key, until written into the store. */
+  readonly lockouts = new Map<string, FallbackLockout>();
 
   constructor(
     private readonly owner: FallbackOwner,
@@ -83,6 +112,7 @@ export class FleetFallback implements Store {
       return this.refusal(request);
     }
     const result = await this.memory.consume({ ...request, limits: shared });
+    if (!result.allowed && result.blockedUntil !== undefined) this.rememberLockouts(request);
     if (result.allowed && result.spendId !== undefined && request.algorithm !== 'concurrency') {
       this.entries += weight;
       this.journal.set(result.spendId, {
@@ -142,6 +172,28 @@ export class FleetFallback implements Store {
       } else if (spend.units !== spend.charged) {
         yield spend;
       }
+    }
+  }
+
+  /** The lockouts not written into the store yet (those over by now go). */
+  *lockoutsOwed(): Generator<FallbackLockout> {
+    const now = this.clock();
+    for (const [id, lockout] of this.lockouts) {
+      if (lockout.until <= now) this.lockouts.delete(id);
+      else if (!lockout.written) yield lockout;
+    }
+  }
+
+  /** The lockouts the memory store holds on the keys of a call it refused with one. */
+  private rememberLockouts(request: SpendRequest): void {
+    for (const key of request.keys) {
+      const held = this.memory.lockoutOf(request.policy, key);
+      if (held === undefined) continue;
+      const id = JSON.stringify([request.policy, key]);
+      const known = this.lockouts.get(id);
+      if (known !== undefined && known.until >= held.until) continue;
+      if (known === undefined && this.lockouts.size >= MAX_FALLBACK_LOCKOUTS) continue;
+      this.lockouts.set(id, { policy: request.policy, key, ...held, written: false });
     }
   }
 

@@ -303,6 +303,22 @@ export class MemoryStore implements Store {
     return { allowed, refusingIndex, results };
   }
 
+  /**
+   * The lockout of `policy` on caller key `key` while it holds (its end, length and when it is
+   * forgotten), or undefined. For the memory fallback of a RedisStore, which writes the lockouts it
+   * started into Redis when Redis is back.
+   * @internal
+   */
+  lockoutOf(
+    policy: string,
+    key: string,
+  ): { readonly until: number; readonly duration: number; readonly forgetAt: number } | undefined {
+    const now = this.now();
+    const stored = this.table.live(blockKey('', key, policy), now) as Lockout | undefined;
+    if (stored?.kind !== 'lockout' || stored.until <= now) return undefined;
+    return { until: stored.until, duration: stored.duration, forgetAt: stored.forgetAt };
+  }
+
   private now(): number {
     return Math.floor(this.clock());
   }

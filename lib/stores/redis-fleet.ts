@@ -1,5 +1,7 @@
 import { type FleetBeat, FleetMembership, type FleetView } from './fleet';
-import { type FallbackSpend, FleetFallback } from './fleet-fallback';
+import type { LimitRule } from '../core/policy';
+import type { SpendRequest } from '../core/store';
+import { type FallbackLockout, type FallbackSpend, FleetFallback } from './fleet-fallback';
 import { stateLifetimeMs } from './state-lifetime.util';
 
 /** Spends charged into the store at once when it is back (each one script run). */
@@ -15,6 +17,8 @@ export interface FleetPort {
    * reset since). Resolves with the number of states changed.
    */
   charge(spend: FallbackSpend, from: number, to: number): Promise<number>;
+  /** Writes a lockout the fallback started (unless the store holds one that ends later). */
+  lock(lockout: FallbackLockout): Promise<void>;
 }
 
 /** What a RedisStore's fleet looks like from this process (see `RedisStore.fleet`). */
@@ -121,16 +125,97 @@ export class RedisFleet {
     const fallback = this.fallbackStore;
     if (fallback === undefined) return;
     const owing = [...fallback.owing()];
-    for (let i = 0; i < owing.length; i += RECONCILE_PARALLEL) {
-      await Promise.all(
-        owing.slice(i, i + RECONCILE_PARALLEL).map(async (spend) => {
-          const from = spend.charged;
-          const to = spend.units;
-          await this.port.charge(spend, from, to);
-          spend.charged = to;
-          if (from === 0) this.reconciled++;
-        }),
-      );
+    // A bucket's spends are charged together, per caller key: apart, each would drain from its
+    // own instant as if the others had not been made.
+    const buckets = owing.filter(
+      (s) => BUCKETS.has(s.request.algorithm) && s.charged === 0 && s.chargedAt === undefined,
+    );
+    if (buckets.length > 0) await this.chargeBuckets(buckets);
+    await inBatches([...fallback.lockoutsOwed()], async (lockout) => {
+      await this.port.lock(lockout);
+      lockout.written = true;
+    });
+    const rest = owing.filter((s) => !buckets.includes(s));
+    await inBatches(rest, async (spend) => {
+      const from = spend.charged;
+      const to = spend.units;
+      await this.port.charge(spend, from, to);
+      spend.charged = to;
+      if (from === 0) this.reconciled++;
+    });
+  }
+
+  /**
+   * Token-bucket and GCRA spends never charged yet: per policy and caller key, the backlog they
+   * leave together now (a queue drained at each limit's rate, spends in time order; whole tokens,
+   * rounded up), charged as one spend made now; each then stands charged there, for a later
+   * refund or adjustment to go to.
+   */
+  private async chargeBuckets(spends: readonly FallbackSpend[]): Promise<void> {
+    const now = this.clock();
+    const groups = new Map<
+      string,
+      { request: SpendRequest; key: string; spends: FallbackSpend[] }
+    >();
+    for (const spend of spends) {
+      if (spend.units === 0) continue;
+      for (const key of spend.request.keys) {
+        const { policy, algorithm, limits } = spend.request;
+        const id = JSON.stringify([policy, algorithm, limits, key]);
+        let group = groups.get(id);
+        if (group === undefined)
+          groups.set(id, (group = { request: spend.request, key, spends: [] }));
+        group.spends.push(spend);
+      }
     }
+    await inBatches([...groups.values()], async ({ request, key, spends: made }) => {
+      made.sort((a, b) => a.at - b.at);
+      let tokens = 0;
+      for (const rule of request.limits) tokens = Math.max(tokens, backlog(made, rule, now));
+      if (tokens === 0) return;
+      const charge: FallbackSpend = {
+        id: made[0]!.id,
+        request: { ...request, keys: [key], cost: tokens },
+        at: now,
+        markAt: made[0]!.at,
+        shared: made[0]!.shared,
+        units: tokens,
+        charged: 0,
+        adjusted: false,
+        until: now,
+      };
+      await this.port.charge(charge, 0, tokens);
+    });
+    for (const spend of spends) {
+      spend.chargedAt = now;
+      spend.charged = spend.units;
+      if (spend.units > 0) this.reconciled++;
+    }
+  }
+}
+
+/** The algorithms whose spends drain as a queue (a bucket). */
+const BUCKETS: ReadonlySet<string> = new Set(['token-bucket', 'gcra']);
+
+/**
+ * What spends (in time order) leave in a bucket of `rule` at `now`, in whole tokens (rounded up):
+ * each adds its units, and the backlog drains at `limit` per `windowMs` while it is not empty.
+ */
+function backlog(spends: readonly FallbackSpend[], rule: LimitRule, now: number): number {
+  const rate = rule.limit / rule.windowMs;
+  let queued = 0;
+  let last = spends[0]!.at;
+  for (const spend of spends) {
+    queued = Math.max(0, queued - (spend.at - last) * rate) + spend.units;
+    last = spend.at;
+  }
+  const left = queued - Math.max(0, now - last) * rate;
+  return left <= 1e-9 ? 0 : Math.ceil(left - 1e-9);
+}
+
+/** Runs `each` over `items`, {@link RECONCILE_PARALLEL} at a time. */
+async function inBatches<T>(items: readonly T[], each: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += RECONCILE_PARALLEL) {
+    await Promise.all(items.slice(i, i + RECONCILE_PARALLEL).map(each));
   }
 }

@@ -11,7 +11,7 @@ import { ClockOffset } from './clock-offset';
 import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
 import { FLEET_BEAT_MS, FLEET_TTL_MS, type FleetBeat } from './fleet';
-import type { FallbackSpend } from './fleet-fallback';
+import type { FallbackLockout, FallbackSpend } from './fleet-fallback';
 import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
@@ -29,7 +29,13 @@ import {
 import { earliest, part } from './slot-groups.util';
 import { SlotTurns } from './slot-turns';
 import { StackRuns } from './redis-stack';
-import { epochKey, fleetKey, outcomeKey, storageKeysWithLedgers } from './storage-key.util';
+import {
+  blockKey,
+  epochKey,
+  fleetKey,
+  outcomeKey,
+  storageKeysWithLedgers,
+} from './storage-key.util';
 import { type LostReplyCounts, LostReplies, type LostSpend } from './lost-replies';
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
@@ -202,6 +208,7 @@ export class RedisStore implements Store {
       {
         beat: (member, ttlMs) => this.beat(member, ttlMs),
         charge: (spend, from, to) => this.chargeFallback(spend, from, to),
+        lock: (lockout) => this.lockFallback(lockout),
       },
       this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
       ...fleetTimes(options.fleetBeatMs, options.fleetTtlMs),
@@ -450,10 +457,22 @@ export class RedisStore implements Store {
   }
 
   /** A fallback spend made to weigh `to` units in Redis instead of `from` (see {@link RedisFleet}). */
+  /** A lockout the fallback started, written into Redis (see lua/fleet/lock.lua). */
+  private async lockFallback(lockout: FallbackLockout): Promise<void> {
+    const key = blockKey(this.prefix, lockout.key, lockout.policy);
+    const { until, duration, forgetAt } = lockout;
+    await this.gate.inOrder(undefined, () =>
+      this.stacks.whenSlotsFree([[this.cluster ? clusterSlot(key) : -1, undefined]], () =>
+        this.run('fleet/lock', [key], [this.now(), this.expiryOffsetMs, until, duration, forgetAt]),
+      ),
+    );
+  }
+
   private chargeFallback(spend: FallbackSpend, from: number, to: number): Promise<number> {
-    const { request, at, id } = spend;
+    const { request, id } = spend;
+    const at = spend.chargedAt ?? spend.at;
     // Not on a key reset since the spend (marks: its instant); a compensation: no ledger.
-    const marks = request.keys.map(() => at);
+    const marks = request.keys.map(() => spend.markAt ?? spend.at);
     return this.gate.inOrder(undefined, async () => {
       const groups = this.stacks.slotGroups(request);
       const replies = await this.stacks.whenSlotsFree(groups, () =>

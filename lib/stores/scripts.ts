@@ -28,7 +28,7 @@ function modelBlocks(): string {
   ).join('\n');
 }
 
-/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat. */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat and a fallback's lockout. */
 export type ScriptId =
   | `${Algorithm}/${'consume' | 'refund'}`
   | 'concurrency/extend'
@@ -37,7 +37,8 @@ export type ScriptId =
   | 'batch/consume'
   | 'epoch/read'
   | 'epoch/bump'
-  | 'fleet/beat';
+  | 'fleet/beat'
+  | 'fleet/lock';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
@@ -49,6 +50,7 @@ export const SCRIPT_IDS: readonly ScriptId[] = [
   'epoch/read',
   'epoch/bump',
   'fleet/beat',
+  'fleet/lock',
 ];
 
 /**
