@@ -2,19 +2,29 @@
 // keys, two keys, stacks) at a steady rate over a few thousand keys, first against one
 // redis-server, then against a local 6-node Cluster, while a fault schedule plays. Afterwards a
 // ledger checks every charged key against its policy (see chaos/ledger.ts), and the probe keys
-// against what Redis stored.
+// against what Redis stored. On the single server, a fleet of `failMode: 'memory'` limiters also
+// loses Redis for a few seconds (see chaos/fleet.ts): what the fleet admitted per key and window is
+// counted against the limit, and what the fallbacks allowed must be in Redis afterwards.
 //
 //   npm run chaos -- [--quick] [--phase-ms N] [--rate N] [--out DIR] [--no-write]
 //
 // Must be zero: over-admitted units, decisions slower than timeoutMs + 50 ms, errors reaching a
-// caller, phantom spends, unhandled rejections. The exit status is 1 when one is not.
+// caller, phantom spends, probe units still charged for calls told the store failed once the stores
+// settled their lost replies (reply lost), unhandled rejections; the fleet's units past the limit
+// in windows inside the outage, and fallback spends not charged into Redis after it. The exit
+// status is 1 when one is not.
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
 import { storageKey } from '../lib/stores/storage-key.util';
 import { audit, type LossEvent, type Phase, type ProbeRead, readLogs } from './chaos/ledger';
+import { auditFleet, type FleetFigures, type FleetSettled } from './chaos/fleet';
 import {
+  FLEET_KEYS,
+  FLEET_LOG,
+  type FleetCounts,
+  fleetKey,
   type FromWorker,
   PROBE,
   PROBE_KEYS,
@@ -24,20 +34,27 @@ import {
 } from './chaos/plan';
 import {
   failures,
+  fleetTable,
   latencyChart,
   targetNotes,
   targetTable,
   type TargetResult,
 } from './chaos/report';
 import { compileWorker } from './chaos/compile';
-import { type FaultTimings, localCluster, singleRedis, type Target } from './chaos/targets';
+import {
+  type FaultContext,
+  type FaultTimings,
+  localCluster,
+  singleRedis,
+  type Target,
+} from './chaos/targets';
 import { parseCommandLine, positiveInteger } from './support/cli.util';
 import { redisVersion } from './support/redis.util';
 import { describeMachine, machine, RESULTS_DIR, writeResult } from './support/report.util';
 import { findRedisServerBinary } from '../test/support/redis-server';
 
 const USAGE = `npm run chaos -- [options]
-  --quick        the CI run: fewer faults, 1.8 s phases (about 40 s instead of about 3 min)
+  --quick        the CI run: fewer faults, 1.8 s phases (about 45 s instead of about 3 min)
   --phase-ms N   length of a phase (default 9000, --quick 1800)
   --rate N       calls per second per worker (default 250)
   --out DIR      where chaos.md and chaos.svg go (default bench/results; --quick: chaos-quick.*)
@@ -70,8 +87,8 @@ const leadMs = Math.min(1_500, Math.round(phaseMs * 0.3));
 /** After a fault has been played and the target serves again: load on the recovered target. */
 const minTailMs = Math.round(phaseMs * 0.4);
 const timings: FaultTimings = quick
-  ? { stopMs: 1_000, sleepMs: 800 }
-  : { stopMs: 1_500, sleepMs: 1_000 };
+  ? { stopMs: 1_000, sleepMs: 800, outageMs: 2_500 }
+  : { stopMs: 1_500, sleepMs: 1_000, outageMs: 4_000 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -139,6 +156,28 @@ async function readProbes(target: Target, prefix: string, phase: number): Promis
   return { phase, redisNow, counts, members };
 }
 
+/** Asks every worker to settle its lost replies (whose deadline passed); resolves when they did. */
+async function settleLostReplies(workers: readonly Worker[]): Promise<void> {
+  broadcast(workers, { type: 'settle' });
+  await Promise.all(workers.map((w) => w.next('settled')));
+}
+
+/** What every worker's fleet store says, once it answers `type`. */
+async function fleetCounts(
+  workers: readonly Worker[],
+  type: 'fleet-ready' | 'fleet-settled',
+): Promise<FleetCounts[]> {
+  const answers = await Promise.all(workers.map((w) => w.next(type)));
+  return answers.map((a) => (a.type === type ? a.counts : undefined)!);
+}
+
+/** The fleet's part of a target's run, gathered while its fault plays. */
+interface FleetRun {
+  outage?: { from: number; to: number };
+  settled?: FleetSettled;
+  members?: Map<string, string[]>;
+}
+
 async function runTarget(
   target: Target,
   workers: readonly Worker[],
@@ -156,6 +195,8 @@ async function runTarget(
       prefix,
       log: logs[i]!,
       ratePerSecond: rate,
+      fleetUrl: target.fleetUrl,
+      fleetPrefix: target.fleetPrefix,
     } satisfies ToWorker),
   );
   await Promise.all(workers.map((w) => w.next('ready')));
@@ -166,16 +207,51 @@ async function runTarget(
   const losses: LossEvent[] = [];
   const probes: ProbeRead[] = [];
   const problems: string[] = [];
+  const fleet: FleetRun = {};
+  const context: FaultContext = {
+    fleetReady: async () => {
+      broadcast(workers, { type: 'fleet-wait', workers: WORKERS });
+      const counts = await fleetCounts(workers, 'fleet-ready');
+      const late = counts.findIndex((c) => !c.established || c.size !== WORKERS);
+      if (late >= 0)
+        throw new Error(`worker ${late} was not established in a fleet of ${WORKERS} in 10 s`);
+    },
+    fleetSettled: async () => {
+      broadcast(workers, { type: 'fleet-settle' });
+      const counts = await fleetCounts(workers, 'fleet-settled');
+      const sum = (pick: (c: FleetCounts) => number) => counts.reduce((t, c) => t + pick(c), 0);
+      fleet.settled = {
+        owing: sum((c) => c.owing),
+        reconciled: sum((c) => c.reconciled),
+        dropped: sum((c) => c.dropped),
+        pending: sum((c) => c.pending),
+      };
+      const keys = Array.from({ length: FLEET_KEYS }, (_, n) => fleetKey(n));
+      const sets = await target.readSortedSets(
+        keys.map((key) => storageKey(target.fleetPrefix!, key, FLEET_LOG.name, 0)),
+      );
+      fleet.members = new Map(
+        keys.map((key, i) => [key, sets[i]!.filter((_, m) => m % 2 === 0)] as const),
+      );
+      const stuck = counts.flatMap((c, i) => (c.error ? [`worker ${i}: ${c.error}`] : []));
+      if (stuck.length) throw new Error(`the fleet did not settle in 5 s (${stuck.join('; ')})`);
+    },
+    outage: (from, to) => void (fleet.outage = { from, to }),
+  };
   for (const [index, fault] of faults.entries()) {
     const start = Date.now();
     if (index > 0) phases[index - 1] = { ...phases[index - 1]!, end: start };
     phases.push({ name: fault.name, start, end: Infinity });
-    broadcast(workers, { type: 'phase', phase: index });
+    broadcast(workers, { type: 'phase', phase: index, fleet: fault.fleet ?? false });
     process.stdout.write(`  ${target.name}: ${fault.name} …`);
     await sleep(leadMs);
-    if (index > 0) probes.push(await readProbes(target, prefix, index - 1));
+    if (index > 0) {
+      // What the last phase's faults lost with their connections is settled before it is read.
+      await settleLostReplies(workers);
+      probes.push(await readProbes(target, prefix, index - 1));
+    }
     try {
-      losses.push(...(await fault.apply()));
+      losses.push(...(await fault.apply(context)));
     } catch (error) {
       problems.push(`the fault '${fault.name}' failed: ${(error as Error).message}`);
     }
@@ -202,6 +278,12 @@ async function runTarget(
   );
   const logged = readLogs(logs);
   const rows = audit(phases, logged, losses, probes);
+  let fleetFigures: FleetFigures | undefined;
+  if (fleet.outage && fleet.settled && fleet.members) {
+    fleetFigures = auditFleet(logged.fleet, fleet.outage, fleet.members, fleet.settled);
+  } else if (faults.some((f) => f.fleet)) {
+    problems.push('the fleet scenario did not complete (see the problems above)');
+  }
   const stalls = logged.stalls.flat();
   const busy = stalls.filter((l) => l.mainCpuMs >= 0.5 * (l.to - l.from));
   const offCpuMs = stalls.reduce((t, l) => t + Math.max(0, l.to - l.from - l.mainCpuMs), 0);
@@ -210,6 +292,8 @@ async function runTarget(
     description: target.description,
     seconds,
     rows,
+    fleet: fleetFigures,
+    lostPending: sum((d) => d.lostPending),
     heapStartBytes: sum((d) => d.heapStartBytes),
     heapEndBytes: sum((d) => d.heapEndBytes),
     redisStartBytes,
@@ -266,11 +350,13 @@ async function main(): Promise<number> {
   const failed = failures(results);
   const verdict = failed.length
     ? `**Failed:** ${failed.join('; ')}.`
-    : 'Every must-be-zero figure is 0 (over-admitted, phantom, slow, errors, unhandled rejections).';
+    : 'Every must-be-zero figure is 0 (over-admitted, phantom, reply lost, slow, errors, ' +
+      'unhandled rejections; the fleet: over the limit inside the outage, not reconciled, ' +
+      'charged but not admitted).';
   const sections = results.map(
     (r) =>
       `## ${r.name === 'redis' ? 'One Redis' : 'Redis Cluster'}: ${r.description}\n\n` +
-      `${targetTable(r)}\n\n${targetNotes(r)}`,
+      `${targetTable(r)}\n\n${r.fleet ? `${fleetTable(r)}\n\n` : ''}${targetNotes(r)}`,
   );
   const markdown = [
     `# Chaos run${quick ? ' (quick)' : ''}`,
@@ -286,15 +372,33 @@ async function main(): Promise<number> {
         'event explains (a restart without persistence, a master killed before its replica had a ' +
         'charge), plus probe units Redis no longer counted; **phantom**, probe units stored in ' +
         'Redis after the deadline of every caller that could have sent them (must be 0); ' +
-        "**reply lost**, probe units stored before their caller's deadline although the caller " +
-        'was told the store failed (the script ran, its answer was lost with a killed connection ' +
-        'or master, or came late and its refund did not land); **slow**, decisions slower than ' +
+        "**reply lost**, probe units still stored, once the workers' stores settled their lost " +
+        'replies, although the caller was told the store failed (must be 0: the script ran and ' +
+        'its answer was lost with a killed connection or master, or came late, and neither the ' +
+        'settlement by its outcome marker nor the refund of its late reply gave it back); ' +
+        '**slow**, decisions slower than ' +
         "timeoutMs + 50 ms (must be 0); **slow, starved**, the same while the worker's event " +
         'loop stalled with its main thread off CPU for all but 50 ms of the lateness (a busy ' +
         'machine: no timer can fire); **errors**, calls that rejected or were allowed without a ' +
         'charge (must be 0); **store failed**, refusals because Redis failed or timed out (fail ' +
         'closed, expected during a fault). A phase runs from its first call to the next phase: ' +
-        'the fault, then the recovered target.',
+        'the fault, then the recovered target. Probes are read once every worker settled its ' +
+        'lost replies.',
+      ' Fleet columns: **windows inside**, (key, window) pairs of the fixed window that lie ' +
+        'entirely inside the outage, and **most in one**, the most units admitted in one of ' +
+        'them; **over, inside**, units admitted past the limit in them, by the fallbacks and ' +
+        'Redis together (must be 0: the shares add up to the limit, no rounding past it); ' +
+        '**over, outage began**, the same in the window in which the outage began, apart: the ' +
+        'fallback cannot know what Redis admitted in it before it failed, so up to twice the ' +
+        'limit; **over, outage ended**, the same in the window(s) in which it ended (Redis ' +
+        "decides again before a heartbeat charges the fallbacks' spends into it); **over, " +
+        'elsewhere**, in every other window (must be 0); **not reconciled**, timed-probe spends ' +
+        'a fallback allowed that Redis does not hold once the workers report nothing owing (must ' +
+        'be 0); **charged, not admitted**, timed-probe units Redis holds whose caller was not ' +
+        'admitted (must be 0); **owing / dropped / lost pending**, fallback spends still owing ' +
+        "Redis, dropped from a full journal, and the fleet stores' unsettled lost replies (each " +
+        'must be 0); **reconciled**, fallback spends charged into Redis (those of windows that ' +
+        'had passed weigh nothing and are not charged).',
     ].join(''),
     `![p99 latency per phase](${quick ? 'chaos-quick' : 'chaos'}.svg)`,
   ].join('\n\n');

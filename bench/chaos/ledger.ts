@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { type Algorithm, type LimitRule } from '../../lib';
 import { resolvePolicy } from '../../lib/core/policy';
 import { quantile } from '../support/stats.util';
+import { type FleetCall, fleetCall } from './fleet';
 import {
   type CallKind,
   type Outcome,
@@ -132,6 +133,8 @@ export interface Logs {
   readonly spends: readonly Spend[];
   /** Per worker, the stretches in which its event loop did not run. */
   readonly stalls: ReadonlyArray<readonly Stall[]>;
+  /** The fleet scenario's calls (see fleet.ts). */
+  readonly fleet: readonly FleetCall[];
 }
 
 /** Reads the workers' logs (one file per worker, in worker order). */
@@ -139,6 +142,7 @@ export function readLogs(files: readonly string[]): Logs {
   const calls: Call[] = [];
   const spends: Spend[] = [];
   const stalls = files.map(() => [] as Stall[]);
+  const fleet: FleetCall[] = [];
   for (const [worker, file] of files.entries()) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
       const f = line.split('\t');
@@ -159,6 +163,8 @@ export function readLogs(files: readonly string[]): Logs {
           outcome: f[4] as Outcome,
           key: f[5],
         });
+      } else if (f[0] === 'F') {
+        fleet.push(fleetCall(f));
       } else if (f[0] === 'S') {
         spends.push({
           start: Number(f[1]),
@@ -171,7 +177,7 @@ export function readLogs(files: readonly string[]): Logs {
       }
     }
   }
-  return { calls, spends, stalls };
+  return { calls, spends, stalls, fleet };
 }
 
 /**

@@ -45,6 +45,41 @@ export const PROBE_LOG: PolicyOptions = {
   window: '1h',
 };
 
+/**
+ * The fleet scenario (`failMode: 'memory'`): every worker's limiters on a store of their own,
+ * connected through a proxy the run can cut (Redis unreachable for all of them, nothing else
+ * touched), beating in `<prefix>fleet` every `FLEET_BEAT_MS`. The binding policy: a fixed window
+ * whose limit the 4 workers' shares add up to exactly (3 + 3 + 2 + 2), called far past it.
+ */
+export const FLEET: PolicyOptions = {
+  name: 'fleet',
+  algorithm: 'fixed-window',
+  limit: 10,
+  window: '1s',
+};
+
+/**
+ * The fleet's timed probe: a sliding log nobody can exhaust, on the same keys. Each member names
+ * its spend: after the recovery, every spend the fallback allowed must be in it (charged into
+ * Redis), and no spend whose caller was not admitted.
+ */
+export const FLEET_LOG: PolicyOptions = {
+  name: 'fleetlog',
+  algorithm: 'sliding-log',
+  limit: 100_000,
+  window: '1h',
+};
+
+/** Keys the fleet calls (each policy), its calls per second per worker, its heartbeat. */
+export const FLEET_KEYS = 3;
+export const FLEET_RATE = 40;
+export const FLEET_BEAT_MS = 200;
+
+/** The fleet's key `n`. */
+export function fleetKey(n: number): string {
+  return `fleet:${n}`;
+}
+
 /** Probe keys per worker and phase. */
 export const PROBE_KEYS = 20;
 
@@ -86,6 +121,9 @@ export function probeKey(phase: number, worker: number, n: number): string {
  *   the caller), `u` allowed without a charge (must not happen under fail closed);
  * - `S start policy key cost at spendId`: one per key charged by an allowed call; `at` is the Redis
  *   clock when that key was charged (the receipt's `atByKey`, else `at`), which names its window;
+ * - `F start policy key cost at source spendId`: one per fleet call (`fleet` or `fleetlog`);
+ *   `source` `r` allowed by Redis, `m` allowed by the memory fallback, `x` refused, `e` rejected
+ *   (`at` and `spendId` of an allowed call only);
  * - `L from to cpuMs mainCpuMs waitMs`: the worker's event loop could not run from `from` to `to`
  *   (ms since the epoch), while the process used `cpuMs` of CPU, its main thread `mainCpuMs`, and
  *   the main thread waited `waitMs` for a CPU while runnable (Linux schedstat; NaN elsewhere).
@@ -102,13 +140,39 @@ export type ToWorker =
       readonly prefix: string;
       readonly log: string;
       readonly ratePerSecond: number;
+      /** Where the fleet's stores connect (a proxy the run can cut); no fleet without it. */
+      readonly fleetUrl?: string;
+      readonly fleetPrefix?: string;
     }
-  | { readonly type: 'phase'; readonly phase: number }
+  | { readonly type: 'phase'; readonly phase: number; readonly fleet: boolean }
+  /** Answer `fleet-ready` once this worker is established in a fleet of all the workers. */
+  | { readonly type: 'fleet-wait'; readonly workers: number }
+  /** Answer `fleet-settled` once the fallback owes Redis nothing and lost replies are settled. */
+  | { readonly type: 'fleet-settle' }
+  /** Answer `settled` once the lost replies whose deadline passed are settled. */
+  | { readonly type: 'settle' }
   | { readonly type: 'stop' };
+
+/** What a worker's fleet store reports (`RedisStore.fleet`, `lostReplies.pending`). */
+export interface FleetCounts {
+  readonly size: number;
+  readonly established: boolean;
+  readonly owing: number;
+  readonly reconciled: number;
+  readonly dropped: number;
+  /** Lost replies of the fleet's store not settled yet. */
+  readonly pending: number;
+  /** Why it did not settle in time (what one more heartbeat answered). */
+  readonly error?: string;
+}
 
 /** Worker → orchestrator. */
 export type FromWorker =
   | { readonly type: 'ready' }
+  | { readonly type: 'fleet-ready'; readonly counts: FleetCounts }
+  | { readonly type: 'fleet-settled'; readonly counts: FleetCounts }
+  /** `pending`: lost replies of the main store still not settled. */
+  | { readonly type: 'settled'; readonly pending: number }
   | {
       readonly type: 'done';
       readonly calls: number;
@@ -117,6 +181,8 @@ export type FromWorker =
       readonly unhandledRejections: number;
       readonly uncaughtExceptions: number;
       readonly clientErrors: number;
+      /** Lost replies of the main store not settled when it stopped (after trying). */
+      readonly lostPending: number;
       /** Largest event-loop delay seen while driving, in ms. */
       readonly maxLoopDelayMs: number;
     };

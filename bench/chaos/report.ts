@@ -2,8 +2,9 @@
 import { barChartSvg, type Bar } from '../support/bar-chart.util';
 import { markdownTable } from '../support/report.util';
 import { grouped } from '../support/stats.util';
+import type { FleetFigures } from './fleet';
 import type { PhaseFigures } from './ledger';
-import { SLOW_MARGIN_MS, TIMEOUT_MS } from './plan';
+import { FLEET, FLEET_BEAT_MS, FLEET_KEYS, FLEET_RATE, SLOW_MARGIN_MS, TIMEOUT_MS } from './plan';
 
 /** What one target's run measured. */
 export interface TargetResult {
@@ -11,6 +12,10 @@ export interface TargetResult {
   readonly description: string;
   readonly seconds: number;
   readonly rows: readonly PhaseFigures[];
+  /** The fleet scenario's figures, on a target that plays it. */
+  readonly fleet?: FleetFigures;
+  /** Lost replies the workers' stores had not settled when they stopped. */
+  readonly lostPending: number;
   readonly heapStartBytes: number;
   readonly heapEndBytes: number;
   readonly redisStartBytes: number;
@@ -28,6 +33,20 @@ export interface TargetResult {
 
 const MUST_BE_ZERO = ['overAdmitted', 'slow', 'errors', 'phantom'] as const;
 
+/** The fleet's must-be-zero figures, by the name a failure gives them. */
+function fleetMustBeZero(f: FleetFigures): Array<[string, number]> {
+  return [
+    ['over the limit in windows inside the outage', f.overInside],
+    ['over the limit outside the outage', f.overElsewhere],
+    ['fallback spends not charged into Redis', f.notReconciled],
+    ['units Redis holds for callers not admitted', f.unowned],
+    ['fallback spends still owing', f.settled.owing],
+    ['fallback spends dropped', f.settled.dropped],
+    ['lost replies not settled', f.settled.pending],
+    ['errors', f.errors],
+  ];
+}
+
 /** Every must-be-zero figure that is not, as sentences; empty when the run passed. */
 export function failures(results: readonly TargetResult[]): string[] {
   const out: string[] = [];
@@ -36,6 +55,13 @@ export function failures(results: readonly TargetResult[]): string[] {
       for (const field of MUST_BE_ZERO) {
         if (row[field] > 0) out.push(`${result.name} / ${row.name}: ${field} = ${row[field]}`);
       }
+      // Once the stores settled their lost replies, a call told "store failure" is charged nothing.
+      const replyLost = row.replyLost + row.unreported;
+      if (replyLost > 0) out.push(`${result.name} / ${row.name}: reply lost = ${replyLost}`);
+    }
+    if (result.fleet) {
+      for (const [name, value] of fleetMustBeZero(result.fleet))
+        if (value > 0) out.push(`${result.name} / fleet: ${name} = ${value}`);
     }
     if (result.unhandledRejections > 0)
       out.push(`${result.name}: ${result.unhandledRejections} unhandled rejections`);
@@ -82,6 +108,56 @@ export function targetTable(result: TargetResult): string {
     ms(r.maxMs),
   ]);
   return markdownTable(header, rows);
+}
+
+/** The fleet scenario's table (one row), or '' on a target that does not play it. */
+export function fleetTable(result: TargetResult): string {
+  const f = result.fleet;
+  if (!f) return '';
+  const header = [
+    'outage',
+    'calls',
+    'by Redis',
+    'by fallback',
+    'windows inside',
+    'most in one',
+    'over, inside',
+    'over, outage began',
+    'over, outage ended',
+    'over, elsewhere',
+    'not reconciled',
+    'charged, not admitted',
+    'owing / dropped / lost pending',
+    'reconciled',
+    'errors',
+  ];
+  const row = [
+    `${(f.outageMs / 1000).toFixed(1)} s`,
+    grouped(f.calls),
+    grouped(f.byRedis),
+    grouped(f.byFallback),
+    String(f.windowsInside),
+    String(f.mostInside),
+    String(f.overInside),
+    String(f.overAtStart),
+    String(f.overAtEnd),
+    String(f.overElsewhere),
+    String(f.notReconciled),
+    String(f.unowned),
+    `${f.settled.owing} / ${f.settled.dropped} / ${f.settled.pending}`,
+    grouped(f.settled.reconciled),
+    String(f.errors),
+  ];
+  const { limit } = FLEET as { limit: number };
+  return [
+    `**Fleet, \`failMode: 'memory'\`** (phase "${result.rows.find((r) => r.name.startsWith('fleet'))?.name ?? 'fleet'}"): ` +
+      `the 4 workers' stores beat every ${FLEET_BEAT_MS} ms on a prefix of their own and call ` +
+      `a fixed window of ${limit} per s on ${FLEET_KEYS} keys (and a timed probe on the same ` +
+      `keys), ${FLEET_RATE} times a second each; once every worker is established, Redis is ` +
+      `unreachable for them (a proxy cuts their connections and refuses new ones) and their ` +
+      `fallbacks decide, each with its share (3 + 3 + 2 + 2 = ${limit}).`,
+    markdownTable(header, [row]),
+  ].join('\n\n');
 }
 
 /** The figures below a target's table. */

@@ -10,16 +10,29 @@ import { join } from 'node:path';
 import Redis, { type Cluster } from 'ioredis';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { startRedisCluster, type StartedRedisCluster } from '../../test/support/cluster';
+import { lossyProxy } from '../../test/support/lossy-proxy';
 import { spawnRedisServer, type SpawnedRedisServer } from '../../test/support/redis-server';
 import type { LossEvent } from './ledger';
+
+/** What a fault may ask of the run: the workers' fleet (see plan.ts, FLEET). */
+export interface FaultContext {
+  /** Resolves once every worker is established in the fleet (rejects if one is not in time). */
+  fleetReady(): Promise<void>;
+  /** Resolves once every worker's fallback owes Redis nothing (rejects if one does in time). */
+  fleetSettled(): Promise<void>;
+  /** Redis was unreachable for the fleet from `from` to `to` (ms since the epoch). */
+  outage(from: number, to: number): void;
+}
 
 /** One fault of a schedule. */
 export interface Fault {
   readonly name: string;
   /** Whether `--quick` plays it. */
   readonly quick: boolean;
+  /** Whether the workers' fleet (`failMode: 'memory'`) calls during its phase. */
+  readonly fleet?: boolean;
   /** Plays the fault and waits until the target serves again; returns the losses it may cause. */
-  apply(): Promise<LossEvent[]>;
+  apply(context: FaultContext): Promise<LossEvent[]>;
 }
 
 /** A target: where workers connect, what the orchestrator reads, and the faults it plays. */
@@ -28,6 +41,10 @@ export interface Target {
   readonly description: string;
   readonly url?: string;
   readonly nodes?: ReadonlyArray<{ host: string; port: number }>;
+  /** Where the fleet's stores connect: a proxy to the target that a fault can cut. */
+  readonly fleetUrl?: string;
+  /** The fleet stores' prefix (their heartbeats go to `<fleetPrefix>fleet`). */
+  readonly fleetPrefix?: string;
   readonly faults: readonly Fault[];
   /** Values of string keys (GET), with the Redis clock's reading, in ms. */
   read(keys: readonly string[]): Promise<{ values: Array<string | null>; redisNow: number }>;
@@ -69,6 +86,8 @@ function usedMemory(info: string): number {
 export interface FaultTimings {
   readonly stopMs: number;
   readonly sleepMs: number;
+  /** How long Redis is unreachable for the fleet. */
+  readonly outageMs: number;
 }
 
 /**
@@ -83,6 +102,8 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
   const admin = new Redis(server.url, { maxRetriesPerRequest: 3 });
   admin.on('error', () => {});
   const everything = () => true;
+  // The fleet's connections go through it: its outage cuts them and them only.
+  const proxy = await lossyProxy(port);
 
   const killAndRestart = async (args: string[], keepData: boolean): Promise<LossEvent[]> => {
     process.kill(server.pid, 'SIGKILL');
@@ -97,6 +118,23 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
 
   const faults: Fault[] = [
     { name: 'none (baseline)', quick: false, apply: () => Promise.resolve([]) },
+    {
+      // Redis is unreachable for the fleet's stores only: every connection of theirs is cut and
+      // new ones are refused for the outage, so each worker's fallback decides with its share.
+      name: `fleet, failMode 'memory': Redis unreachable ${timings.outageMs / 1000} s`,
+      quick: true,
+      fleet: true,
+      apply: async (context) => {
+        await context.fleetReady();
+        const from = Date.now();
+        proxy.down();
+        await sleep(timings.outageMs);
+        proxy.up();
+        context.outage(from, Date.now());
+        await context.fleetSettled();
+        return [];
+      },
+    },
     {
       name: `SIGSTOP ${timings.stopMs / 1000} s, SIGCONT`,
       quick: true,
@@ -148,6 +186,8 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
     name: 'redis',
     description: `one redis-server (appendonly yes, appendfsync everysec) on port ${port}`,
     url: server.url,
+    fleetUrl: `redis://127.0.0.1:${proxy.port}`,
+    fleetPrefix: 'chaos:redis:f:',
     faults,
     read: async (keys) => {
       const values = keys.length ? await admin.mget(...keys) : [];
@@ -158,6 +198,7 @@ export async function singleRedis(timings: FaultTimings): Promise<Target> {
     memoryBytes: async () => usedMemory(await admin.info('memory')),
     stop: async () => {
       admin.disconnect();
+      await proxy.close();
       await server.stop();
       rmSync(aofDir, { recursive: true, force: true });
     },

@@ -13,6 +13,13 @@ import {
   CALL_MIX,
   type CallKind,
   COLD_KEYS,
+  FLEET,
+  FLEET_BEAT_MS,
+  FLEET_KEYS,
+  FLEET_LOG,
+  FLEET_RATE,
+  type FleetCounts,
+  fleetKey,
   type FromWorker,
   HOT_KEYS,
   type Outcome,
@@ -76,8 +83,128 @@ function callerKey(space: 'ip' | 'user'): string {
     : `${space}:c${Math.floor(random() * COLD_KEYS)}`;
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The fleet scenario's side of a worker: its own connection (through the run's proxy, which cuts
+ * it for the outage), its own store beating every FLEET_BEAT_MS, and `failMode: 'memory'`
+ * limiters on a few keys.
+ */
+class Fleet {
+  readonly client: Redis;
+  readonly store: RedisStore;
+  private readonly limiters: Array<[string, Limiter]>;
+
+  constructor(url: string, prefix: string) {
+    this.client = new Redis(url, {
+      connectTimeout: 2_000,
+      maxRetriesPerRequest: 1,
+      autoResendUnfulfilledCommands: false,
+      retryStrategy: () => 50, // back within 50 ms of the proxy letting connections through
+    });
+    this.client.on('error', () => {});
+    this.store = new RedisStore({ client: this.client, prefix, fleetBeatMs: FLEET_BEAT_MS });
+    const options = {
+      timeoutMs: TIMEOUT_MS,
+      failMode: 'memory' as const,
+      onStoreFailure: () => {},
+    };
+    this.limiters = [FLEET, FLEET_LOG].map((p) => [p.name, new Limiter(this.store, p, options)]);
+  }
+
+  async warm(): Promise<void> {
+    for (const [, limiter] of this.limiters) await limiter.peek(`warm:${worker}`);
+    this.client.options.enableOfflineQueue = false; // an outage's calls fail at once
+  }
+
+  get counts(): FleetCounts {
+    const { view, owing, reconciled, dropped } = this.store.fleet;
+    return {
+      size: view?.size ?? 0,
+      established: view?.established ?? false,
+      owing,
+      reconciled,
+      dropped,
+      pending: this.store.lostReplies.pending,
+    };
+  }
+
+  /** One call of each policy on one key; `log` gets an F line per call. */
+  call(log: (line: string) => void, done: () => void): void {
+    const key = fleetKey(Math.floor(random() * FLEET_KEYS));
+    const startedAt = Date.now();
+    let left = this.limiters.length;
+    for (const [name, limiter] of this.limiters) {
+      limiter
+        .consume(key)
+        .then(
+          (d) => {
+            const { at, spendId = '', fallback } = d.receipt;
+            const fields = d.allowed ? [at, fallback ? 'm' : 'r', spendId] : ['', 'x', ''];
+            log(['F', startedAt, name, key, 1, ...fields].join('\t'));
+          },
+          (error: unknown) => {
+            process.stderr.write(`worker ${worker}: ${name} rejected: ${String(error)}\n`);
+            log(['F', startedAt, name, key, 1, '', 'e', ''].join('\t'));
+          },
+        )
+        .finally(() => {
+          if (--left === 0) done();
+        });
+    }
+  }
+
+  /** Until this process is established in a fleet of every worker (or 10 s passed). */
+  async established(workers: number): Promise<FleetCounts> {
+    const end = Date.now() + 10_000;
+    while (Date.now() < end && !(this.counts.established && this.counts.size === workers))
+      await sleep(20);
+    return this.counts;
+  }
+
+  /** Until the fallback owes Redis nothing and lost replies are settled (or 5 s passed). */
+  async settled(): Promise<FleetCounts> {
+    const end = Date.now() + 5_000;
+    while (Date.now() < end) {
+      await this.store.settleLostReplies().catch(() => undefined);
+      const counts = this.counts;
+      if (counts.owing === 0 && counts.pending === 0 && counts.established) return counts;
+      await sleep(50);
+    }
+    // Not settled in time: one heartbeat more, and what it answered, for the report.
+    const error = await Promise.race([
+      this.store.heartbeat().then(
+        () => 'the heartbeat succeeded, still owing',
+        (e: unknown) => `the heartbeat failed: ${String(e)}`,
+      ),
+      sleep(2_000).then(() => 'the heartbeat did not answer in 2 s'),
+    ]);
+    const { owing, pending } = this.counts;
+    const state = `client ${this.client.status}, ${owing} fallback spends owing, ${pending} lost replies`;
+    return { ...this.counts, error: `${error} (${state})` };
+  }
+
+  async close(): Promise<void> {
+    await this.store.leaveFleet().catch(() => undefined);
+    this.client.disconnect();
+  }
+}
+
+/** Settles the store's lost replies whose deadline passed, trying for up to `ms`; what is left. */
+async function settleLost(store: RedisStore, ms: number): Promise<number> {
+  const end = Date.now() + ms;
+  for (;;) {
+    await store.settleLostReplies().catch(() => undefined);
+    if (store.lostReplies.pending === 0 || Date.now() >= end) return store.lostReplies.pending;
+    await sleep(100);
+  }
+}
+
 class Run {
   private readonly client: Redis | Cluster;
+  readonly store: RedisStore;
+  readonly fleet?: Fleet;
+  private fleetOn = false;
   private readonly limiters = new Map<string, Limiter>();
   private readonly probe: Limiter;
   private readonly probeLog: Limiter;
@@ -92,7 +219,8 @@ class Run {
   constructor(private readonly target: TargetMessage) {
     this.client = connect(target);
     this.client.on('error', () => this.clientErrors++);
-    const store = new RedisStore({ client: this.client, prefix: target.prefix });
+    const store = (this.store = new RedisStore({ client: this.client, prefix: target.prefix }));
+    if (target.fleetUrl) this.fleet = new Fleet(target.fleetUrl, target.fleetPrefix!);
     const options = { timeoutMs: TIMEOUT_MS, onStoreFailure: () => {} };
     for (const policy of POLICIES)
       this.limiters.set(policy.name, new Limiter(store, policy, options));
@@ -105,26 +233,46 @@ class Run {
     // Functions loaded and the clock offset measured before the clock starts.
     for (const limiter of [...this.limiters.values(), this.probe, this.probeLog])
       await limiter.peek(`warm:${worker}`);
+    await this.fleet?.warm();
     if (this.client instanceof Redis && this.target.url && worker % 2 === 1) {
       // As the Nest module does once ready: calls fail at once while disconnected.
       this.client.options.enableOfflineQueue = false;
     }
   }
 
-  setPhase(phase: number): void {
+  setPhase(phase: number, fleet: boolean): void {
     this.phase = phase;
+    this.fleetOn = fleet && this.fleet !== undefined;
   }
 
   /** Calls at `ratePerSecond` until `stopped()` says so. */
   async drive(stopped: () => boolean): Promise<void> {
     const start = performance.now();
     let issued = 0;
+    let fleetIssued = 0;
+    let fleetFrom = -1;
     const delay = monitorEventLoopDelay({ resolution: 10 });
     delay.enable();
     const stalls = this.watchStalls();
     while (!stopped()) {
       const due = Math.floor(((performance.now() - start) / 1000) * this.target.ratePerSecond);
       for (let n = 0; issued < due && n < 100; n++, issued++) this.call();
+      if (this.fleetOn) {
+        const now = performance.now();
+        if (fleetFrom < 0) [fleetFrom, fleetIssued] = [now, 0];
+        const fleetDue = Math.floor(((now - fleetFrom) / 1000) * FLEET_RATE);
+        for (; fleetIssued < fleetDue; fleetIssued++) {
+          this.inFlight++;
+          this.fleet!.call(
+            (line) => this.lines.push(line),
+            () => {
+              if (--this.inFlight === 0) this.drained?.();
+            },
+          );
+        }
+      } else {
+        fleetFrom = -1;
+      }
       this.flush();
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
@@ -240,6 +388,7 @@ class Run {
   async close(): Promise<void> {
     this.flush();
     await new Promise<void>((resolve) => this.log.end(resolve));
+    await this.fleet?.close();
     this.client.disconnect();
   }
 }
@@ -276,8 +425,21 @@ process.on('message', (message: ToWorker) => {
     stopping = false;
     void runTarget(message);
   } else if (message.type === 'phase') {
-    run?.setPhase(message.phase);
+    run?.setPhase(message.phase, message.fleet);
     go?.();
+  } else if (message.type === 'fleet-wait') {
+    const fleet = run?.fleet;
+    if (fleet)
+      void fleet
+        .established(message.workers)
+        .then((counts) => send({ type: 'fleet-ready', counts }));
+  } else if (message.type === 'fleet-settle') {
+    const fleet = run?.fleet;
+    if (fleet) void fleet.settled().then((counts) => send({ type: 'fleet-settled', counts }));
+  } else if (message.type === 'settle') {
+    const current = run;
+    if (current)
+      void settleLost(current.store, 3_000).then((pending) => send({ type: 'settled', pending }));
   } else {
     stopping = true;
   }
@@ -295,6 +457,9 @@ async function runTarget(target: TargetMessage): Promise<void> {
   await started;
   go = undefined;
   await run.drive(() => stopping);
+  // Lost replies settled before the last probes are read (they are settled in the background
+  // anyway; a shutdown hook does the same).
+  const lostPending = await settleLost(run.store, 3_000);
   gc();
   const heapEndBytes = process.memoryUsage().heapUsed;
   await run.close();
@@ -306,6 +471,7 @@ async function runTarget(target: TargetMessage): Promise<void> {
     unhandledRejections: unhandledRejections - rejectionsBefore,
     uncaughtExceptions: uncaughtExceptions - exceptionsBefore,
     clientErrors: run.clientErrors,
+    lostPending,
     maxLoopDelayMs: run.maxLoopDelayMs,
   });
   run = undefined;
