@@ -86,6 +86,13 @@ function callerKey(space: 'ip' | 'user'): string {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * Waits for `work` (its outcome ignored) at most `ms`: a command whose connection broke may never
+ * be answered (ioredis drops the commands of a broken connection it does not send again).
+ */
+const bounded = (work: Promise<unknown>, ms: number) =>
+  Promise.race([work.catch(() => undefined), sleep(ms)]);
+
+/**
  * The fleet scenario's side of a worker: its own connection (through the run's proxy, which cuts
  * it for the outage), its own store beating every FLEET_BEAT_MS, and `failMode: 'memory'`
  * limiters on a few keys.
@@ -166,7 +173,7 @@ class Fleet {
   async settled(): Promise<FleetCounts> {
     const end = Date.now() + 5_000;
     while (Date.now() < end) {
-      await this.store.settleLostReplies().catch(() => undefined);
+      await bounded(this.store.settleLostReplies(), 1_000);
       const counts = this.counts;
       if (counts.owing === 0 && counts.pending === 0 && counts.established) return counts;
       await sleep(50);
@@ -185,7 +192,7 @@ class Fleet {
   }
 
   async close(): Promise<void> {
-    await this.store.leaveFleet().catch(() => undefined);
+    await bounded(this.store.leaveFleet(), 1_000);
     this.client.disconnect();
   }
 }
@@ -194,7 +201,7 @@ class Fleet {
 async function settleLost(store: RedisStore, ms: number): Promise<number> {
   const end = Date.now() + ms;
   for (;;) {
-    await store.settleLostReplies().catch(() => undefined);
+    await bounded(store.settleLostReplies(), 1_000);
     if (store.lostReplies.pending === 0 || Date.now() >= end) return store.lostReplies.pending;
     await sleep(100);
   }
