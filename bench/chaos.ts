@@ -223,7 +223,7 @@ async function runTarget(
       fleet.settled = {
         owing: sum((c) => c.owing),
         reconciled: sum((c) => c.reconciled),
-        dropped: sum((c) => c.dropped),
+        refusedFull: sum((c) => c.refusedFull),
         pending: sum((c) => c.pending),
       };
       const keys = Array.from({ length: FLEET_KEYS }, (_, n) => fleetKey(n));
@@ -395,8 +395,8 @@ async function main(): Promise<number> {
         'elsewhere**, in every other window (must be 0); **not reconciled**, timed-probe spends ' +
         'a fallback allowed that Redis does not hold once the workers report nothing owing (must ' +
         'be 0); **charged, not admitted**, timed-probe units Redis holds whose caller was not ' +
-        'admitted (must be 0); **owing / dropped / lost pending**, fallback spends still owing ' +
-        "Redis, dropped from a full journal, and the fleet stores' unsettled lost replies (each " +
+        'admitted (must be 0); **owing / journal full / lost pending**, fallback spends still owing ' +
+        "Redis, calls refused for a full journal, and the fleet stores' unsettled lost replies (each " +
         'must be 0); **reconciled**, fallback spends charged into Redis (those of windows that ' +
         'had passed weigh nothing and are not charged).',
     ].join(''),

@@ -33,8 +33,8 @@ export interface FleetSettled {
   readonly owing: number;
   /** Fallback spends charged into Redis. */
   readonly reconciled: number;
-  /** Fallback spends dropped from a full journal (never charged): must be 0. */
-  readonly dropped: number;
+  /** Calls the fallback refused because its journal was full (refusing is safe): 0 here. */
+  readonly refusedFull: number;
   /** Lost replies of the fleet's stores not settled: must be 0. */
   readonly pending: number;
 }

@@ -159,7 +159,7 @@ export interface FleetCounts {
   readonly established: boolean;
   readonly owing: number;
   readonly reconciled: number;
-  readonly dropped: number;
+  readonly refusedFull: number;
   /** Lost replies of the fleet's store not settled yet. */
   readonly pending: number;
   /** Why it did not settle in time (what one more heartbeat answered). */

@@ -41,7 +41,7 @@ function fleetMustBeZero(f: FleetFigures): Array<[string, number]> {
     ['fallback spends not charged into Redis', f.notReconciled],
     ['units Redis holds for callers not admitted', f.unowned],
     ['fallback spends still owing', f.settled.owing],
-    ['fallback spends dropped', f.settled.dropped],
+    ['calls refused for a full journal', f.settled.refusedFull],
     ['lost replies not settled', f.settled.pending],
     ['errors', f.errors],
   ];
@@ -127,7 +127,7 @@ export function fleetTable(result: TargetResult): string {
     'over, elsewhere',
     'not reconciled',
     'charged, not admitted',
-    'owing / dropped / lost pending',
+    'owing / journal full / lost pending',
     'reconciled',
     'errors',
   ];
@@ -144,7 +144,7 @@ export function fleetTable(result: TargetResult): string {
     String(f.overElsewhere),
     String(f.notReconciled),
     String(f.unowned),
-    `${f.settled.owing} / ${f.settled.dropped} / ${f.settled.pending}`,
+    `${f.settled.owing} / ${f.settled.refusedFull} / ${f.settled.pending}`,
     grouped(f.settled.reconciled),
     String(f.errors),
   ];

@@ -125,13 +125,13 @@ class Fleet {
   }
 
   get counts(): FleetCounts {
-    const { view, owing, reconciled, dropped } = this.store.fleet;
+    const { view, owing, reconciled, refusedFull } = this.store.fleet;
     return {
       size: view?.size ?? 0,
       established: view?.established ?? false,
       owing,
       reconciled,
-      dropped,
+      refusedFull,
       pending: this.store.lostReplies.pending,
     };
   }

@@ -1,4 +1,5 @@
 import { isCallerError } from '../core/caller-error.util';
+import { bounded } from './bounded.util';
 import { monotonicNow } from '../core/clock.util';
 import { StoreTimeoutError } from '../core/errors';
 import type { SpendRequest } from './store.interface';
@@ -12,6 +13,9 @@ export const OUTCOME_KEEP_MS = 60_000;
 
 /** Most spends remembered at once; past it the oldest is forgotten (it stays charged if it ran). */
 export const MAX_LOST_SPENDS = 10_000;
+
+/** The longest wait for one settlement (ms); past it, it is tried again later. */
+const SETTLE_WAIT_MS = 5_000;
 
 /** Settlements sent together in one pass. */
 const PARALLEL = 64;
@@ -240,7 +244,13 @@ export class LostReplies {
       for (let i = 0; i < due.length && !failed; i += PARALLEL) {
         const part = due.slice(i, i + PARALLEL);
         for (const spend of part) this.settling.add(spend.spendId);
-        const outcomes = await Promise.allSettled(part.map(this.settle));
+        // Bounded (see `bounded`): a settlement sent again gives nothing more back (its marker
+        // goes with the first that finds it).
+        const outcomes = await Promise.allSettled(
+          part.map((spend) =>
+            bounded(this.settle(spend), SETTLE_WAIT_MS, "a lost spend's settlement"),
+          ),
+        );
         now = monotonicNow();
         outcomes.forEach((outcome, j) => {
           const spend = due[i + j]!;

@@ -1,5 +1,6 @@
 import { type FleetBeat, FleetMembership, type FleetView } from './fleet';
 import type { LimitRule } from '../core/policy';
+import { bounded } from './bounded.util';
 import type { SpendRequest } from '../core/store';
 import { type FallbackLockout, type FallbackSpend, FleetFallback } from './fleet-fallback';
 import { stateLifetimeMs } from './state-lifetime.util';
@@ -54,6 +55,8 @@ export class RedisFleet {
   private reconciling?: Promise<void>;
   private reconciled = 0;
   private again = false;
+  /** The longest wait for one of the fleet's store calls (ms). */
+  private readonly callMs: number;
 
   constructor(
     private readonly port: FleetPort,
@@ -62,8 +65,12 @@ export class RedisFleet {
     beatMs: number,
     ttlMs: number,
   ) {
+    // Each call bounded (see `bounded`): a beat sent again only refreshes this process's place; a
+    // charge or lockout whose reply never came is sent again at the next pass (a lockout changes
+    // nothing twice; a charge may be charged twice, a cost and never budget).
+    this.callMs = Math.max(2 * beatMs, 2_000);
     this.membership = new FleetMembership(
-      (member, ttl) => port.beat(member, ttl),
+      (member, ttl) => bounded(port.beat(member, ttl), this.callMs, 'the fleet heartbeat'),
       () => this.reconcile(),
       beatMs,
       ttlMs,
@@ -132,14 +139,14 @@ export class RedisFleet {
     );
     if (buckets.length > 0) await this.chargeBuckets(buckets);
     await inBatches([...fallback.lockoutsOwed()], async (lockout) => {
-      await this.port.lock(lockout);
+      await bounded(this.port.lock(lockout), this.callMs, 'a fallback lockout');
       lockout.written = true;
     });
     const rest = owing.filter((s) => !buckets.includes(s));
     await inBatches(rest, async (spend) => {
       const from = spend.charged;
       const to = spend.units;
-      await this.port.charge(spend, from, to);
+      await bounded(this.port.charge(spend, from, to), this.callMs, 'a fallback charge');
       spend.charged = to;
       if (from === 0) this.reconciled++;
     });
@@ -184,7 +191,7 @@ export class RedisFleet {
         adjusted: false,
         until: now,
       };
-      await this.port.charge(charge, 0, tokens);
+      await bounded(this.port.charge(charge, 0, tokens), this.callMs, 'a fallback charge');
     });
     for (const spend of spends) {
       spend.chargedAt = now;

@@ -65,3 +65,30 @@ describe('review: LostReplies, a spend lost during a settling pass', () => {
     expect(lost.counts).toMatchObject({ refunded: 1, forgotten: 0 });
   });
 });
+
+describe('LostReplies, a settlement that never answers', () => {
+  // A client may drop a command of a broken connection without ever settling its promise (ioredis
+  // with autoResendUnfulfilledCommands: false): unbounded, that settlement would hold the pass,
+  // and every later lost spend, forever. Bounded, it fails after 5 s and is tried again.
+  it('is given up after its bound and tried again, and the pass goes on', async () => {
+    jest.useFakeTimers({ doNotFake: ['performance', 'nextTick', 'queueMicrotask'] });
+    try {
+      let calls = 0;
+      const lost = new LostReplies(() => {
+        calls++;
+        return calls === 1 ? new Promise<number>(() => undefined) : Promise.resolve(1);
+      });
+      lost.sent('a', request(monotonicNow() - 5_000), 1);
+      lost.failed('a', new Error('Connection is closed.'));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(1);
+      for (let i = 0; i < 40 && lost.counts.refunded === 0; i++) {
+        await jest.advanceTimersByTimeAsync(500);
+      }
+      expect(calls).toBe(2);
+      expect(lost.counts).toMatchObject({ pending: 0, refunded: 1 });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});

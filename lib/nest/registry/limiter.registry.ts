@@ -207,7 +207,8 @@ export class LimiterRegistry {
         : {
             open: 'failing open: requests are allowed without limits',
             closed: 'failing closed: requests are refused with 503',
-            memory: "limiting in this process's memory until it answers (this process's share of the limit)",
+            memory:
+              "limiting in this process's memory until it answers (this process's share of the limit)",
           }[failure.failMode];
     return `Store ${failure.reason} for policy '${policy}', ${outcome} (${failure.error.message})`;
   }
