@@ -92,6 +92,8 @@ export class FleetFallback implements Store {
   private entries = 0;
   /** Calls refused because the journal was full. */
   refusedFull = 0;
+  /** Something may be owed to the store (see `RedisFleet.owed`). */
+  owed = false;
   /** Lockouts started here, by policy and caller key, until written into the store. */
   readonly lockouts = new Map<string, FallbackLockout>();
 
@@ -113,6 +115,7 @@ export class FleetFallback implements Store {
     }
     const result = await this.memory.consume({ ...request, limits: shared });
     if (!result.allowed && result.blockedUntil !== undefined) this.rememberLockouts(request);
+    if (result.allowed) this.owed = true;
     if (result.allowed && result.spendId !== undefined && request.algorithm !== 'concurrency') {
       this.entries += weight;
       this.journal.set(result.spendId, {
@@ -152,7 +155,10 @@ export class FleetFallback implements Store {
 
   private settle(spend: FallbackSpend, units: number): void {
     spend.units = units;
-    if (spend.charged !== units && spend.charged > 0) this.owner.owes();
+    if (spend.charged !== units && spend.charged > 0) {
+      this.owed = true;
+      this.owner.owes();
+    }
   }
 
   extend(request: RefundRequest): Promise<boolean> {
@@ -194,6 +200,7 @@ export class FleetFallback implements Store {
       if (known !== undefined && known.until >= held.until) continue;
       if (known === undefined && this.lockouts.size >= MAX_FALLBACK_LOCKOUTS) continue;
       this.lockouts.set(id, { policy: request.policy, key, ...held, written: false });
+      this.owed = true;
     }
   }
 

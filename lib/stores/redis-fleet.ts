@@ -93,6 +93,23 @@ export class RedisFleet {
     return this.fallbackStore;
   }
 
+  /**
+   * Whether the fallback may owe the store something (it allowed a spend, started a lockout or
+   * had a charged spend refunded since the last reconciliation that found nothing owing): one
+   * read per decision answered.
+   */
+  get owed(): boolean {
+    return this.fallbackStore?.owed === true;
+  }
+
+  /**
+   * Reconciles now, not at the next beat: the store answered a decision, so it is back, and
+   * every decision it makes before the fallback's spends are charged into it counts without them.
+   */
+  kick(): void {
+    if (this.reconciling === undefined) void this.reconcile().catch(() => undefined);
+  }
+
   /** The fleet as last seen. */
   get view(): FleetView | undefined {
     return this.membership.current;
@@ -122,9 +139,16 @@ export class RedisFleet {
   }
 
   private async reconcileAll(): Promise<void> {
+    const fallback = this.fallbackStore;
     do {
       this.again = false;
-      await this.reconcileOnce();
+      if (fallback !== undefined) fallback.owed = false; // what is owed from here on sets it again
+      try {
+        await this.reconcileOnce();
+      } catch (error) {
+        if (fallback !== undefined) fallback.owed = true;
+        throw error;
+      }
     } while (this.again);
   }
 

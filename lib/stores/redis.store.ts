@@ -608,6 +608,7 @@ export class RedisStore implements Store {
       throw error;
     }
     if (tracked && !this.lost.answered(spendId)) throw settledMeanwhile();
+    if (this.fleetState.owed) this.fleetState.kick(); // Redis answers again: charge it at once
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
     if (reply[1] === -1) {
@@ -739,6 +740,7 @@ export class RedisStore implements Store {
   ): void {
     const { request, spend, spendId, slot, resolve, reject } = queued;
     const settled = spend && spendId !== undefined && !this.lost.answered(spendId);
+    if (this.fleetState.owed) this.fleetState.kick(); // Redis answers again: charge it at once
     const at = cursor.next;
     const status = reply[at];
     if (status === -2 || status === -1) cursor.next = at + (status === -2 ? 2 : 1);

@@ -244,6 +244,33 @@ describe("failMode 'memory': the fleet's limit holds while Redis is away", () =>
     expect((await limiter!.peek('k')).remaining).toBe(3);
   });
 
+  it('the first decision Redis answers again starts the charging, without waiting for a beat', async () => {
+    const client = new Redis(proxy.port, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 20,
+    });
+    open.push(client);
+    // Beats a minute apart: only heartbeat() calls of the test beat.
+    const store = new RedisStore({
+      client,
+      prefix: `fleet:kick:${Math.random()}:`,
+      fleetBeatMs: 60_000,
+    });
+    stores.push(store);
+    const [limiter] = limiters([store], { algorithm: 'fixed-window', limit: 5, window: '1h' });
+    await established([store]);
+    await outage([store]);
+    expect((await limiter!.consume('k')).allowed).toBe(true);
+    expect((await limiter!.consume('k')).allowed).toBe(true);
+    proxy.up();
+    await until(() => client.status === 'ready');
+    const first = await limiter!.consume('other');
+    expect(first.failure).toBeUndefined();
+    await until(() => store.fleet.owing === 0);
+    expect(store.fleet.reconciled).toBe(2);
+  });
+
   it('a fallback spend whose window ended before Redis came back is not charged', async () => {
     const clock = new TestClock();
     const members = fleet(1, `fleet:window:${Math.random()}:`, clock);
