@@ -31,7 +31,8 @@ export function sendsSpendId(request: SpendRequest, spend: boolean): boolean {
 /**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
- * for a spend, or an algorithm that keeps spend ids: its spend id).
+ * for a spend, or an algorithm that keeps spend ids: its spend id); and the run's outcome hash
+ * (`marker`, the last key), when it has a spend with an id.
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
  * @param customClock whether a custom clock is used (each decision then carries its own reading)
@@ -42,7 +43,7 @@ export function batchCall(
   now: string,
   expiryOffsetMs: number,
   customClock: boolean,
-): { keys: string[]; args: Array<string | number> } {
+): { keys: string[]; args: Array<string | number>; marker: string | undefined } {
   const keys: string[] = [];
   const args: Array<string | number> = [now, expiryOffsetMs, '', '', '', 0, 0];
   let earliestDeadline = Infinity;
@@ -53,6 +54,8 @@ export function batchCall(
   const decisions: Array<string | number> = [batch.length];
   let deadlines = '';
   let nows = '';
+  // The run's outcome hash, named after its first spend (see lua/lib/outcome.lua).
+  let marker: string | undefined;
   for (let d = 0; d < batch.length; d++) {
     const { request, spend, spendId, deadline, now: decidedAt } = batch[d]!;
     pushStorageKeysWithLedgers(
@@ -63,7 +66,8 @@ export function batchCall(
       request.limits.length,
       request.block !== undefined,
     );
-    if (spend && spendId) keys.push(outcomeKey(prefix, request.keys[0]!, spendId));
+    if (spend && spendId && marker === undefined)
+      marker = outcomeKey(prefix, request.keys[0]!, spendId);
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
@@ -87,8 +91,9 @@ export function batchCall(
     args[3] = deadlines;
   }
   if (customClock) args[4] = nows;
-  args[5] = stride;
+  args[5] = marker === undefined ? stride : -stride; // negative: the hash is the last key
   args[6] = setCount;
   for (const value of decisions) args.push(value);
-  return { keys, args };
+  if (marker !== undefined) keys.push(marker);
+  return { keys, args, marker };
 }

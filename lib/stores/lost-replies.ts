@@ -35,6 +35,8 @@ export interface LostSpend {
   readonly deadlineAt: number;
   /** When Redis has forgotten its marker (monotonic ms): settling is not tried after that. */
   readonly forgetAt: number;
+  /** The coalesced run's outcome hash that holds its marker as a field, or undefined: a key of its own. */
+  readonly runMarker: string | undefined;
 }
 
 /**
@@ -88,6 +90,8 @@ interface InFlight {
   readonly deadline: number | undefined;
   /** Its caller's deadline (monotonic ms), or when it was sent if it has none. */
   readonly deadlineAt: number;
+  /** See {@link LostSpend.runMarker}. */
+  readonly runMarker: string | undefined;
 }
 
 /**
@@ -138,9 +142,14 @@ export class LostReplies {
   }
 
   /** A spend was sent (again, for a spend sent once more: the same id). */
-  sent(spendId: string, request: SpendRequest, deadline: number | undefined): void {
+  sent(
+    spendId: string,
+    request: SpendRequest,
+    deadline: number | undefined,
+    runMarker?: string,
+  ): void {
     const deadlineAt = request.deadlineAt ?? monotonicNow();
-    this.inFlight.set(spendId, { request, deadline, deadlineAt });
+    this.inFlight.set(spendId, { request, deadline, deadlineAt, runMarker });
     this.schedule(deadlineAt + OVERDUE_MS);
   }
 
@@ -172,7 +181,7 @@ export class LostReplies {
     await this.pass();
   }
 
-  private lose(spendId: string, { request, deadline, deadlineAt }: InFlight): void {
+  private lose(spendId: string, { request, deadline, deadlineAt, runMarker }: InFlight): void {
     if (this.pending.size >= MAX_LOST_SPENDS) {
       const oldest = this.pending.keys().next().value as string;
       this.pending.delete(oldest);
@@ -185,6 +194,7 @@ export class LostReplies {
       deadlineAt,
       // (the marker is kept from the script's run, before this: a margin)
       forgetAt: monotonicNow() + OUTCOME_KEEP_MS - 1_000,
+      runMarker,
     });
     this.schedule(deadlineAt);
   }

@@ -649,7 +649,7 @@ export class RedisStore implements Store {
     }
     // On a custom clock each decision carries the reading it was made at (checked then): the
     // batch reads the clock no more, so a bad reading fails only the call that made it.
-    const { keys, args } = batchCall(
+    const { keys, args, marker } = batchCall(
       batch,
       this.prefix,
       this.clock ? batch[0]!.now : '',
@@ -657,7 +657,7 @@ export class RedisStore implements Store {
       this.clock !== undefined,
     );
     for (const { request, spend, spendId, deadline } of batch) {
-      if (spend && spendId !== undefined) this.lost.sent(spendId, request, deadline);
+      if (spend && spendId !== undefined) this.lost.sent(spendId, request, deadline, marker);
     }
     const sentAt = monotonicNow();
     this.batches.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
@@ -710,7 +710,7 @@ export class RedisStore implements Store {
       request.policy,
       request.limits.length,
     );
-    keys.push(outcomeKey(this.prefix, request.keys[0]!, spendId));
+    keys.push(spend.runMarker ?? outcomeKey(this.prefix, request.keys[0]!, spendId));
     const slot = this.cluster ? clusterSlot(keys[0]!) : -1;
     return this.gate.inOrder(undefined, () =>
       this.stacks.whenSlotsFree([[slot, undefined]], async () => {
@@ -718,7 +718,7 @@ export class RedisStore implements Store {
           this.now(),
           this.expiryOffsetMs,
           request.cost,
-          `outcome:${spend.deadline}`,
+          `${spend.runMarker === undefined ? 'outcome:' : 'outcome#'}${spend.deadline}`,
           spendId,
           stateLifetimeMs(request.algorithm, request.limits),
           ...limitArgs(request),

@@ -6,14 +6,16 @@ One script run and one TIME reading for all of them: observably the same as sepa
 that order, at the same instant.
 
 KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, ledgers,
-       lockout states for a policy with a lockout, and a spend's outcome marker)
+       lockout states for a policy with a lockout), without the spends' outcome markers; then, when
+       the run has a spend with an id, the run's outcome hash (see lib/outcome.lua)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] the earliest deadline of the decisions, or '' for none
        [4] each decision's deadline or '', comma-separated (read only when the batch runs after
            the earliest, or on a custom clock)
        [5] on a custom clock, each decision's now when it was made, comma-separated; else ''
-       [6] M: more than any decision's key count
+       [6] M: more than any decision's key count; negative (-M) when the run's outcome hash follows
+           the decisions' keys
        [7] R: number of rule sets (policies) the decisions refer to; then per rule set, from
            position j (8 for the first): [j] algorithm, [j+1] its limits ('L;limit,window,burst;…',
            see readRules in lib/decide.lua); the next starts at j+2
@@ -21,8 +23,8 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
            lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for a
            spend, or an algorithm whose model has `ids` (sliding-log, concurrency: see
-           lib/models.lua), its spend id (an allowed spend leaves an outcome marker named after
-           it: see lib/outcome.lua)
+           lib/models.lua), its spend id (an allowed spend has a field of the run's outcome hash
+           named after it: see lib/outcome.lua)
 Return the batch's clock reading, then each decision as writeDecision in lib/decide.lua writes it
        (its instant decided at is there when it is not the batch's reading); a decision whose
        deadline had passed answers -1 alone (and wrote nothing; a copy of a spend already made is
@@ -36,15 +38,16 @@ Return the batch's clock reading, then each decision as writeDecision in lib/dec
 
 -- One decision, as lib/consume-frame.lua makes it, answered from reply[n + 1] on; returns the index
 -- of its last value.
-local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife)
+local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife, runMarker, copyRun)
   local late = deadline and deadline ~= '' and now > deadline + 0
   local model, rules = set.model, set.rules
   local limitCount = rules.count
   local clockNow = now
-  local marker = spend and spendId ~= '' and KEYS[base + keyCount * (limitCount + (rules.block and 2 or 1)) + 1]
+  local marked_ = spend and spendId ~= '' and runMarker
   -- A copy of a spend already made is answered even past the deadline (see lib/consume-frame.lua).
-  if marker then
-    local last = answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, rules.block)
+  if marked_ and copyRun then
+    local last = answerCopy(reply, n, ref, clockNow, rcall('HGET', runMarker, spendId), limitCount, keyCount,
+      rules.block)
     if last then return last end
   end
   if late then
@@ -59,7 +62,7 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local marked = allowed and spend and readMarks(base + keyCount * limitCount, keyCount)
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
-  if allowed and marker then markOutcome(marker, marked, keyCount, markValues, resetAfter) end
+  if allowed and marked_ then noteRunOutcome(marked, keyCount, markValues, resetAfter) end
   if allowed then remaining = remaining - cost end
   return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
     keyCount, marked, rules.block, blockedUntil)
@@ -79,6 +82,13 @@ local function main()
   local deadlines = ARGV[3] ~= '' and (customClock or now > tonumber(ARGV[3])) and split(ARGV[4])
   local nows = customClock and split(ARGV[5])
   local stride = number(ARGV[6])
+  -- A negative stride: the run marks its spends, in the hash that is the last key (see
+  -- lib/outcome.lua); finding it, the run is a copy of one already made.
+  local runMarker, copyRun = false, false
+  if stride < 0 then
+    stride, runMarker = -stride, KEYS[#KEYS]
+    copyRun = rcall('EXISTS', runMarker) == 1
+  end
   local sets = {}
   local j = 8
   for r = 1, number(ARGV[7]) do
@@ -107,7 +117,7 @@ local function main()
     end
     now = nows and tonumber(nows[d]) or batchNow
     local ok, last = pcall(decide, reply, n, batchNow, base, set, spend, deadlines and deadlines[d], keyCount,
-      settleLife)
+      settleLife, runMarker, copyRun)
     if ok then
       n = last
     else
@@ -117,7 +127,8 @@ local function main()
       reply[n + 1], reply[n + 2] = -2, type(last) == 'table' and last.err or tostring(last)
       n = n + 2
     end
-    base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1)) + ((spend and spendId ~= '') and 1 or 0)
+    base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1))
   end
+  if runMarker then writeRunOutcomes(runMarker, copyRun) end
   return reply
 end

@@ -7,8 +7,8 @@ has nothing left to remove. A Cluster compensation releases the same way.
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per caller
        key (not used)
 ARGV   as lib/refund-frame.lua: [3] units leased, [4] 'outcome:<deadline>' for a lease whose reply
-       was lost (its outcome marker is one more key, last), [5] spend id, [7] L (the rest is not
-       used)
+       was lost (its outcome marker is one more key, last; 'outcome#' its field of a coalesced
+       run's hash), [5] spend id, [7] L (the rest is not used)
 Return number of members removed; in outcome mode -1 before the deadline, -2 when there is no
        marker
 ]]
@@ -16,13 +16,19 @@ local function main()
   if spendId == '' then return 0 end
   local limitCount = tonumber(ARGV[7])
   local keys, ran = #KEYS, true
-  if string.sub(ARGV[4], 1, 8) == 'outcome:' then
+  local mode = string.sub(ARGV[4], 1, 8)
+  if mode == 'outcome:' or mode == 'outcome#' then
     -- A lease whose reply was lost (see lib/refund-frame.lua's outcome mode): released as any
-    -- other once it can no longer be taken; its marker (the last key) goes with it.
+    -- other once it can no longer be taken; its marker (the last key, or with '#' its field of a
+    -- coalesced run's hash) goes with it.
     local deadline = string.sub(ARGV[4], 9)
     if deadline ~= '' and now <= deadline + 0 then return -1 end
     keys = keys - 1
-    ran = rcall('DEL', KEYS[#KEYS]) == 1
+    if mode == 'outcome#' then
+      ran = rcall('HDEL', KEYS[#KEYS], spendId) == 1
+    else
+      ran = rcall('DEL', KEYS[#KEYS]) == 1
+    end
   end
   local states = keys / (limitCount + 1) * limitCount
   local members = {}

@@ -55,7 +55,9 @@ local function main()
   if keyCount % 1 ~= 0 then return redis.error_reply('redlimit: ' .. #KEYS .. ' keys for ' .. ARGV[7]) end
   if marker then
     local copy = { clockNow }
-    if answerCopy(copy, 1, clockNow, clockNow, marker, limitCount, keyCount, rules.block) then return copy end
+    if answerCopy(copy, 1, clockNow, clockNow, rcall('GET', marker), limitCount, keyCount, rules.block) then
+      return copy
+    end
     if late then return { clockNow, -1 } end
   end
   local allowed, remaining, binding, wait, refusing, seen, blockedUntil = judge(model, 0, keyCount, limitCount, rules)

@@ -349,13 +349,12 @@ local function writeDecision(reply, n, ref, clockNow, allowed, remaining, bindin
 end
 
 --[[
-A spend sent again after its first copy was made (its outcome marker `marker` is there, see
+A spend sent again after its first copy was made (`prior`: what its outcome marker holds, see
 lib/outcome.lua): answers that spend as writeDecision would, allowed at its instant with its
 marks, remaining 0, writing nothing, and returns the index of its last value; nil when there is
 no marker (the spend is new).
 ]]
-local function answerCopy(reply, n, ref, clockNow, marker, limitCount, keyCount, block)
-  local prior = rcall('GET', marker)
+local function answerCopy(reply, n, ref, clockNow, prior, limitCount, keyCount, block)
   if not prior then return nil end
   local marked
   now, marked = readOutcome(prior, keyCount, markValues)

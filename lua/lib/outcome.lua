@@ -18,12 +18,44 @@ local OUTCOME_KEEP_MS = 60000
 -- `marked`), kept while the spend weighs (`weighsMs`: until its keys hold nothing), at most
 -- OUTCOME_KEEP_MS. Out of memory, Redis refuses it: the spend stands, unmarked (a lost reply then
 -- stays charged, as before markers).
-local function markOutcome(marker, marked, keyCount, marks, weighsMs)
+local function outcomeValue(marked, keyCount, marks)
   local value = string.format('%d', now)
   if marked then
     for k = 1, keyCount do value = value .. ',' .. string.format('%d', marks[k]) end
   end
-  redis.pcall('SET', marker, value, 'PX', math.max(1, math.min(OUTCOME_KEEP_MS, weighsMs)))
+  return value
+end
+
+local function markOutcome(marker, marked, keyCount, marks, weighsMs)
+  redis.pcall('SET', marker, outcomeValue(marked, keyCount, marks), 'PX',
+    math.max(1, math.min(OUTCOME_KEEP_MS, weighsMs)))
+end
+
+--[[
+A coalesced run (batch/consume.lua) marks its spends together, in one hash named after the run's
+first spend (`<prefix>{<tag>}!<spend id>`, the last key; all the run's keys share a slot): a field
+per allowed spend, named by its spend id, holding what a marker holds. One write for the run
+instead of one per spend. The run that finds its hash is a copy: each spend with a field is
+answered from it. A refund in outcome mode with '#' reads and takes that spend's field.
+]]
+local runFields, runKeep = {}, 0
+
+-- Notes an allowed spend of the run (written by writeRunOutcomes).
+local function noteRunOutcome(marked, keyCount, marks, weighsMs)
+  runFields[#runFields + 1] = spendId
+  runFields[#runFields + 1] = outcomeValue(marked, keyCount, marks)
+  if weighsMs > runKeep then runKeep = weighsMs end
+end
+
+-- Writes the run's hash (`copy`: it was there already: its expiry only grows).
+local function writeRunOutcomes(marker, copy)
+  if #runFields == 0 then return end
+  for first = 1, #runFields, 200 do
+    redis.pcall('HSET', marker, unpack(runFields, first, math.min(#runFields, first + 199)))
+  end
+  local keepMs = math.max(1, math.min(OUTCOME_KEEP_MS, runKeep))
+  if copy then redis.pcall('PEXPIRE', marker, keepMs, 'GT') else redis.pcall('PEXPIRE', marker, keepMs) end
+  runFields, runKeep = {}, 0
 end
 
 -- Reads a marker's value into its instant and, into `marks` (k = 1..K), the caller keys' reset

@@ -36,7 +36,8 @@ KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then 
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        [4] at: the spend's `now`; or 'outcome:<deadline>' ('outcome:' for none) to settle a spend
            whose reply was lost: the spend's instant and marks are read from its outcome marker,
-           one more key after the ledgers (see lib/outcome.lua), and no marks follow the limits.
+           one more key after the ledgers (see lib/outcome.lua), and no marks follow the limits;
+           'outcome#<deadline>' for a spend of a coalesced run: its field of the run's hash.
            Before the spend's deadline has passed on the script's clock it answers -1 (the spend
            may still run) and changes nothing
        [5] spend id
@@ -100,15 +101,18 @@ end
 local function main()
   local limitCount = tonumber(ARGV[7])
   local at, keyCount
-  if string.sub(ARGV[4], 1, 8) == 'outcome:' then
-    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key) says
-    -- whether it ran, and at which instant with which marks (see lib/outcome.lua).
+  local mode = string.sub(ARGV[4], 1, 8)
+  if mode == 'outcome:' or mode == 'outcome#' then
+    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key; with
+    -- '#', its field of a coalesced run's hash) says whether it ran, and at which instant with
+    -- which marks (see lib/outcome.lua).
     local deadline = string.sub(ARGV[4], 9)
     if deadline ~= '' and now <= deadline + 0 then return -1 end -- it may still run: not yet
     local marker = KEYS[#KEYS]
-    local value = rcall('GET', marker)
+    local value
+    if mode == 'outcome#' then value = rcall('HGET', marker, spendId) else value = rcall('GET', marker) end
     if not value then return -2 end -- it never ran (or is settled, or forgotten): nothing to give back
-    rcall('DEL', marker)
+    if mode == 'outcome#' then rcall('HDEL', marker, spendId) else rcall('DEL', marker) end
     keyCount = (#KEYS - 1) / (limitCount + 1)
     at = readOutcome(value, keyCount, receiptMarks)
   else

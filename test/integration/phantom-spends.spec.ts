@@ -75,10 +75,14 @@ describe('a spend that reaches Redis after its deadline writes nothing', () => {
     for (const outcome of [first, short1, short2])
       expect(outcome).toBeInstanceOf(StoreTimeoutError);
     expect(patient).toMatchObject({ allowed: true });
-    // The patient spend's state and its outcome marker (`{patient}!<spend id>`), nothing else.
+    // The patient spend's state and the run's outcome hash (named after the run's first spend),
+    // with the patient's field alone, nothing else.
     const stored = (await client.keys('batched:*')).sort();
     expect(stored.filter((k) => !k.includes('}!'))).toEqual(['batched:{patient}:p:0']);
-    expect(stored.filter((k) => k.startsWith('batched:{patient}!'))).toHaveLength(1);
+    const markers = stored.filter((k) => k.includes('}!'));
+    expect(markers).toHaveLength(1);
+    expect(await client.type(markers[0]!)).toBe('hash');
+    expect(await client.hkeys(markers[0]!)).toEqual([(patient as { spendId: string }).spendId]);
     expect(stored).toHaveLength(2);
   });
 
