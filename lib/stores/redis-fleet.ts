@@ -201,24 +201,28 @@ export class RedisFleet {
     }
     await inBatches([...groups.values()], async ({ request, key, spends: made }) => {
       made.sort((a, b) => a.at - b.at);
+      // Charged as made at the latest spend's instant, with the backlog they left then: the
+      // store drains it to the present, and a charge sent again is the same charge.
+      const last = made[made.length - 1]!.at;
       let tokens = 0;
-      for (const rule of request.limits) tokens = Math.max(tokens, backlog(made, rule, now));
+      for (const rule of request.limits) tokens = Math.max(tokens, backlog(made, rule, last));
       if (tokens === 0) return;
       const charge: FallbackSpend = {
         id: made[0]!.id,
         request: { ...request, keys: [key], cost: tokens },
-        at: now,
+        at: last,
         markAt: made[0]!.at,
         shared: made[0]!.shared,
         units: tokens,
         charged: 0,
         adjusted: false,
-        until: now,
+        until: last,
       };
       await bounded(this.port.charge(charge, 0, tokens), this.callMs, 'a fallback charge');
+      for (const spend of made) spend.chargedAt = last;
     });
     for (const spend of spends) {
-      spend.chargedAt = now;
+      spend.chargedAt ??= now;
       spend.charged = spend.units;
       if (spend.units > 0) this.reconciled++;
     }

@@ -477,29 +477,29 @@ export class RedisStore implements Store {
       const groups = this.stacks.slotGroups(request);
       const replies = await this.stacks.whenSlotsFree(groups, () =>
         Promise.all(
-          groups.map(([, indices]) =>
-            this.run(
-              `${request.algorithm}/refund`,
-              storageKeysWithLedgers(
-                this.prefix,
-                indices.map((i) => request.keys[i]!),
-                request.policy,
-                request.limits.length,
-              ),
-              [
-                this.now(),
-                this.expiryOffsetMs,
-                from,
-                at,
-                id,
-                -stateLifetimeMs(request.algorithm, request.limits),
-                ...limitArgs(request),
-                ...indices.map((i) => marks[i]!),
-                to,
-                spend.request.cost,
-              ],
-            ),
-          ),
+          groups.map(([, indices]) => {
+            const keys = indices.map((i) => request.keys[i]!);
+            const declared = storageKeysWithLedgers(
+              this.prefix,
+              keys,
+              request.policy,
+              request.limits.length,
+            );
+            // What the spend weighs in this slot group, so a charge sent again changes nothing.
+            declared.push(`${outcomeKey(this.prefix, keys[0]!, id)}:charged`);
+            return this.run(`${request.algorithm}/refund`, declared, [
+              this.now(),
+              this.expiryOffsetMs,
+              from,
+              `fallback:${at}`,
+              id,
+              -stateLifetimeMs(request.algorithm, request.limits),
+              ...limitArgs(request),
+              ...indices.map((i) => marks[i]!),
+              to,
+              spend.request.cost,
+            ]);
+          }),
         ),
       );
       return (replies as number[]).reduce((sum, reply) => sum + reply, 0);

@@ -46,7 +46,10 @@ ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
        then per caller key k: [7 + 3L + k] the reset mark the spend's receipt kept ('' for 0)
        then, to adjust instead of refunding: [8 + 3L + K] the spend's new cost
        and, for a compensation that adjusts (a memory-fallback spend charged into the store, or
-       its charge changed since), [9 + 3L + K] the spend's cost when it was made
+       its charge changed since), [9 + 3L + K] the spend's cost when it was made. Such a charge
+       has [4] 'fallback:<at>' and one more key, last: its charge marker, holding what the spend
+       weighs in the store (written after every change, kept for the policy's lifetime), which
+       is read in place of [3] when it is there, so the same charge sent again changes nothing
 Return number of (key, limit) states that gave something back (or were charged); in outcome
        mode -1 before the deadline, -2 when there is no marker
 ]]
@@ -98,34 +101,16 @@ local function settled(ledger, k, at, lifetime, limitCount, refunded, pending)
   return not pending and not compensation and floor ~= nil and at <= floor
 end
 
-local function main()
-  local limitCount = tonumber(ARGV[7])
-  local at, keyCount
-  local mode = string.sub(ARGV[4], 1, 8)
-  if mode == 'outcome:' or mode == 'outcome#' then
-    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key; with
-    -- '#', its field of a coalesced run's hash) says whether it ran, and at which instant with
-    -- which marks (see lib/outcome.lua).
-    local deadline = string.sub(ARGV[4], 9)
-    if deadline ~= '' and now <= deadline + 0 then return -1 end -- it may still run: not yet
-    local marker = KEYS[#KEYS]
-    local value
-    if mode == 'outcome#' then value = rcall('HGET', marker, spendId) else value = rcall('GET', marker) end
-    if not value then return -2 end -- it never ran (or is settled, or forgotten): nothing to give back
-    if mode == 'outcome#' then rcall('HDEL', marker, spendId) else rcall('DEL', marker) end
-    keyCount = (#KEYS - 1) / (limitCount + 1)
-    at = readOutcome(value, keyCount, receiptMarks)
-  else
-    at = tonumber(ARGV[4])
-    keyCount = #KEYS / (limitCount + 1)
-    for k = 1, keyCount do receiptMarks[k] = tonumber(ARGV[7 + 3 * limitCount + k]) or 0 end
-  end
+-- Gives back (or, with a new cost, adjusts) the spend at `at` on every caller key and limit; with
+-- `chargeMarker`, what the spend weighs is read from it and written to it after.
+local function settleSpend(at, keyCount, limitCount, chargeMarker)
   local lifetime = tonumber(ARGV[6])
   local record = lifetime >= 0 and spendId ~= ''
   compensation = lifetime < 0
   if compensation then lifetime = -lifetime end
   local target = tonumber(ARGV[8 + 3 * limitCount + keyCount]) -- nil: a refund
   local charged = cost
+  if chargeMarker then charged = tonumber(rcall('GET', chargeMarker)) or cost end
   -- A fallback spend's units as it was made (it names sliding-log members), when it now weighs
   -- something else; else what it was charged.
   reserved = tonumber(ARGV[9 + 3 * limitCount + keyCount]) or cost
@@ -169,5 +154,42 @@ local function main()
     -- A compensation (Cluster) undoes a spend whose receipt was never issued: its registration goes.
     if compensation and spendId ~= '' then rcall('ZREM', ledger, '+' .. spendId) end
   end
+  if chargeMarker then
+    rcall('SET', chargeMarker, string.format('%d', target), 'PX', math.max(1, lifetime))
+  end
   return reduced
+end
+
+local function main()
+  local limitCount = tonumber(ARGV[7])
+  local at, keyCount
+  local mode = string.sub(ARGV[4], 1, 8)
+  if mode == 'outcome:' or mode == 'outcome#' then
+    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key; with
+    -- '#', its field of a coalesced run's hash) says whether it ran, and at which instant with
+    -- which marks (see lib/outcome.lua).
+    local deadline = string.sub(ARGV[4], 9)
+    if deadline ~= '' and now <= deadline + 0 then return -1 end -- it may still run: not yet
+    local marker = KEYS[#KEYS]
+    local value
+    if mode == 'outcome#' then value = rcall('HGET', marker, spendId) else value = rcall('GET', marker) end
+    if not value then return -2 end -- it never ran (or is settled, or forgotten): nothing to give back
+    if mode == 'outcome#' then rcall('HDEL', marker, spendId) else rcall('DEL', marker) end
+    keyCount = (#KEYS - 1) / (limitCount + 1)
+    at = readOutcome(value, keyCount, receiptMarks)
+  else
+    local chargeMarker
+    if string.sub(ARGV[4], 1, 9) == 'fallback:' then
+      -- A memory-fallback spend charged into the store: what it weighs here is kept in its charge
+      -- marker (the last key), so a charge sent again (its reply lost) changes nothing more.
+      at, chargeMarker = tonumber(string.sub(ARGV[4], 10)), KEYS[#KEYS]
+      keyCount = (#KEYS - 1) / (limitCount + 1)
+    else
+      at = tonumber(ARGV[4])
+      keyCount = #KEYS / (limitCount + 1)
+    end
+    for k = 1, keyCount do receiptMarks[k] = tonumber(ARGV[7 + 3 * limitCount + k]) or 0 end
+    return settleSpend(at, keyCount, limitCount, chargeMarker)
+  end
+  return settleSpend(at, keyCount, limitCount, nil)
 end

@@ -271,6 +271,27 @@ describe("failMode 'memory': the fleet's limit holds while Redis is away", () =>
     expect(store.fleet.reconciled).toBe(2);
   });
 
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: fallback spends charged together, then one refunded after the recovery: given back in Redis',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const members = fleet(1, `fleet:bucket-refund:${algorithm}:${Math.random()}:`, clock);
+      const [limiter] = limiters(members, { algorithm, limit: 10, window: '1h' });
+      await established(members);
+      await outage(members);
+      const spent: Decision[] = [];
+      for (let i = 0; i < 4; i++) spent.push(await limiter!.consume('k'));
+      expect(spent.every((d) => d.allowed)).toBe(true);
+      await recovery(members);
+      await until(() => members[0]!.fleet.owing === 0);
+      expect((await limiter!.peek('k')).remaining).toBe(5); // 10 − 4, less the unit peeked
+      expect(await limiter!.refund(spent[3]!)).toBe(true);
+      await until(async () => (await limiter!.peek('k')).remaining === 6);
+      await members[0]!.heartbeat();
+      expect((await limiter!.peek('k')).remaining).toBe(6);
+    },
+  );
+
   it('a fallback spend whose window ended before Redis came back is not charged', async () => {
     const clock = new TestClock();
     const members = fleet(1, `fleet:window:${Math.random()}:`, clock);
