@@ -166,7 +166,9 @@ export class RedisFleet {
       await bounded(this.port.lock(lockout), this.callMs, 'a fallback lockout');
       lockout.written = true;
     });
-    const rest = owing.filter((s) => !buckets.includes(s));
+    // Newest first: the spends of the window under way are the ones that Redis's own decisions,
+    // made again from now on, must see (a spend of a window over by now weighs on nothing).
+    const rest = owing.filter((s) => !buckets.includes(s)).reverse();
     await inBatches(rest, async (spend) => {
       const from = spend.charged;
       const to = spend.units;
