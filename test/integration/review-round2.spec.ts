@@ -1,0 +1,119 @@
+// Review, round two, of failMode 'memory' across a fleet and of outcome markers for lost replies:
+// call sequences that get more than the limit through, or create budget at reconciliation or by
+// refunds. Each store stands for one process, its connection through a proxy that can cut it.
+import Redis from 'ioredis';
+import { type Decision, Limiter, RedisStore } from '../../lib';
+import type { Algorithm } from '../../lib/core/policy';
+import { TestClock } from '../support/backends';
+import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
+import { startRedisServer, type StartedRedisServer } from '../support/redis';
+
+const BEAT_MS = 100;
+const TTL_MS = 2_000;
+
+async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const answers = (store: RedisStore) =>
+  store.heartbeat().then(
+    () => true,
+    () => false,
+  );
+
+describe("review round 2: failMode 'memory' and outcome markers", () => {
+  let server: StartedRedisServer;
+  const proxies: LossyProxy[] = [];
+  const open: Redis[] = [];
+  const stores: RedisStore[] = [];
+  beforeAll(async () => {
+    server = await startRedisServer();
+  });
+  afterAll(async () => {
+    await server.stop();
+  });
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    for (const p of proxies) p.up();
+    await Promise.all(stores.splice(0).map((s) => s.leaveFleet().catch(() => undefined)));
+    for (const c of open.splice(0)) c.disconnect();
+    await Promise.all(proxies.splice(0).map((p) => p.close()));
+  });
+
+  async function proxy(): Promise<LossyProxy> {
+    const p = await lossyProxy(server.port);
+    proxies.push(p);
+    return p;
+  }
+
+  function processStore(via: LossyProxy, prefix: string, clock?: TestClock): RedisStore {
+    const client = new Redis(via.port, {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 20,
+    });
+    open.push(client);
+    const store = new RedisStore({
+      client,
+      prefix,
+      fleetBeatMs: BEAT_MS,
+      fleetTtlMs: TTL_MS,
+      ...(clock && { clock: () => clock.now }),
+    });
+    stores.push(store);
+    return store;
+  }
+
+  const limiter = (store: RedisStore, policy: object) =>
+    new Limiter(store, { name: 'login', failMode: 'memory', ...policy } as never, {
+      timeoutMs: 500,
+      onStoreFailure: () => undefined,
+    });
+
+  async function established(members: RedisStore[]): Promise<void> {
+    await until(async () => {
+      await Promise.all(members.map(answers));
+      return members.every(
+        (s) => s.fleet.view?.established && s.fleet.view.size === members.length,
+      );
+    });
+  }
+
+  async function cut(via: LossyProxy, members: RedisStore[]): Promise<void> {
+    via.down();
+    await until(async () => (await Promise.all(members.map(answers))).every((ok) => !ok));
+  }
+
+  // Attack (holder of a receipt): a bucket's fallback spends are charged per caller key as one
+  // backlog, under a charge marker named after the group's first spend (`<outcome key of its
+  // id>:charged`). Refunding that first spend after the recovery charges it alone, under the
+  // same marker name: the script reads the marker (the whole group's 4 tokens) as what this
+  // spend weighs and gives all 4 back. One receipt of one unit returns the group's backlog; the
+  // other three receipts then give back one more each: 7 given back for 4 spent.
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    "%s: refunding the first fallback spend after the recovery gives back only that spend's unit",
+    async (algorithm) => {
+      const clock = new TestClock();
+      const via = await proxy();
+      const store = processStore(via, `r2:first:${algorithm}:${Math.random()}:`, clock);
+      const l = limiter(store, { algorithm, limit: 10, window: '1h' });
+      await established([store]);
+      await cut(via, [store]);
+      const spent: Decision[] = [];
+      for (let i = 0; i < 4; i++) spent.push(await l.consume('k'));
+      expect(spent.every((d) => d.allowed)).toBe(true);
+      via.up();
+      await until(() => answers(store));
+      await until(() => store.fleet.owing === 0);
+      expect((await l.peek('k')).remaining).toBe(5); // 10 − 4, less the unit peeked
+      expect(await l.refund(spent[0]!)).toBe(true);
+      await until(() => store.fleet.owing === 0);
+      await store.heartbeat();
+      expect((await l.peek('k')).remaining).toBe(6);
+    },
+  );
+});
