@@ -210,7 +210,9 @@ export class RedisFleet {
       for (const rule of request.limits) tokens = Math.max(tokens, backlog(made, rule, last));
       if (tokens === 0) return;
       const charge: FallbackSpend = {
-        id: made[0]!.id,
+        // Its charge marker is the group's, never a spend's own (a refund of the first spend
+        // alone would read the whole backlog there as what it weighs, and give it all back).
+        id: `${made[0]!.id}:backlog`,
         request: { ...request, keys: [key], cost: tokens },
         at: last,
         markAt: made[0]!.at,
