@@ -83,6 +83,12 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
     });
   }
 
+  async function allowedOf(l: Limiter, key: string, tries: number): Promise<number> {
+    let allowed = 0;
+    for (let i = 0; i < tries; i++) if ((await l.consume(key)).allowed) allowed++;
+    return allowed;
+  }
+
   async function cut(via: LossyProxy, members: RedisStore[]): Promise<void> {
     via.down();
     await until(async () => (await Promise.all(members.map(answers))).every((ok) => !ok));
@@ -116,4 +122,49 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
       expect((await l.peek('k')).remaining).toBe(6);
     },
   );
+  // Attack (the infrastructure): lose one heartbeat's reply. C joins a fleet of one (A). A's next
+  // beat runs in Redis (its score is after C joined) but its reply is lost with the connection, so
+  // A keeps its view of a fleet of one. C's next beat finds every other member beaten since it
+  // joined and takes itself for established (a fleet of 2: share 3 of 6), though A never saw it.
+  // Redis then fails for both: A admits its old share (6), C its new one (3): 9 of a limit of 6.
+  // (Being counted by the others must rest on what they were answered, not on what Redis ran.)
+  it('a beat that ran in Redis but whose reply was lost does not let a newcomer take a share', async () => {
+    const prefix = `r2:lostbeat:${Math.random()}:`;
+    const clock = new TestClock();
+    const [pa, pc] = [await proxy(), await proxy()];
+    const a = processStore(pa, prefix, clock);
+    const policy = { algorithm: 'fixed-window', limit: 6, window: '1h' };
+    const la = limiter(a, policy);
+    await established([a]);
+    // A's next beat waits until C has joined, runs, and its reply is lost; A is cut from then on.
+    const internals = a as unknown as { run: (id: string, ...rest: unknown[]) => Promise<unknown> };
+    const run = internals.run.bind(a);
+    let joined!: () => void;
+    const cJoined = new Promise<void>((resolve) => (joined = resolve));
+    let armed = true;
+    let lost = false;
+    jest.spyOn(internals, 'run').mockImplementation(async (id: string, ...rest: unknown[]) => {
+      if (id !== 'fleet/beat' || !armed) return run(id, ...rest);
+      armed = false;
+      await cJoined;
+      pa.dropNextReply();
+      try {
+        return await run(id, ...rest);
+      } finally {
+        lost = true;
+        pa.down();
+      }
+    });
+    const c = processStore(pc, prefix, clock);
+    const lc = limiter(c, policy);
+    await until(() => answers(c));
+    joined();
+    await until(() => lost);
+    await until(async () => !(await answers(a)));
+    expect(a.fleet.view?.size).toBe(1);
+    await until(async () => (await answers(c)) && c.fleet.view?.established === true);
+    await cut(pc, [c]);
+    const total = (await allowedOf(la, 'victim', 8)) + (await allowedOf(lc, 'victim', 8));
+    expect(total).toBeLessThanOrEqual(6);
+  });
 });
