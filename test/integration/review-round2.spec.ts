@@ -167,4 +167,36 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
     const total = (await allowedOf(la, 'victim', 8)) + (await allowedOf(lc, 'victim', 8));
     expect(total).toBeLessThanOrEqual(6);
   });
+  // Attack (someone who knows the victim's account): lock the victim out during a partial outage.
+  // A's connection fails; the attacker's guesses through A pass A's share and A's fallback locks
+  // the victim out for an hour. Process B still reaches Redis, and the owner has the account
+  // unlocked there (Limiter.reset: the state and lockout go, the key's reset mark moves). When A
+  // reaches Redis again it writes its lockout into Redis: the owner is locked out again, an hour
+  // from the attacker's guesses, whatever the reset did. (Fallback charges made before a reset are
+  // dropped by the reset mark; the lockout is written whatever it is.)
+  it('a lockout the fallback started before a reset in another process is not written after it', async () => {
+    const prefix = `r2:lockreset:${Math.random()}:`;
+    const clock = new TestClock();
+    const [pa, pb] = [await proxy(), await proxy()];
+    const a = processStore(pa, prefix, clock);
+    const b = processStore(pb, prefix, clock);
+    const policy = { algorithm: 'fixed-window', limit: 4, window: '1m', block: { duration: '1h' } };
+    const [la, lb] = [limiter(a, policy), limiter(b, policy)];
+    await established([a, b]);
+    await cut(pa, [a]);
+    expect(await allowedOf(la, 'victim', 2)).toBe(2); // A's share
+    const refused = await la.consume('victim');
+    expect(refused.allowed).toBe(false);
+    expect(refused.blockedUntil).toBeDefined();
+    clock.advance(1_000);
+    await lb.reset('victim'); // the owner's unlock, through B
+    clock.advance(2 * 60_000); // a new window
+    pa.up();
+    await until(() => answers(a));
+    await until(() => a.fleet.owing === 0);
+    await a.heartbeat();
+    const owner = await lb.consume('victim');
+    expect(owner.failure).toBeUndefined();
+    expect(owner.allowed).toBe(true);
+  });
 });
