@@ -31,6 +31,7 @@ import { SlotTurns } from './slot-turns';
 import { StackRuns } from './redis-stack';
 import {
   blockKey,
+  ledgerKey,
   epochKey,
   fleetKey,
   outcomeKey,
@@ -460,10 +461,17 @@ export class RedisStore implements Store {
   /** A lockout the fallback started, written into Redis (see lua/fleet/lock.lua). */
   private async lockFallback(lockout: FallbackLockout): Promise<void> {
     const key = blockKey(this.prefix, lockout.key, lockout.policy);
+    // Its ledger (same hash tag): a reset since the lockout started lifted it.
+    const ledger = ledgerKey(this.prefix, lockout.key, lockout.policy);
     const { until, duration, forgetAt } = lockout;
+    const startedAt = until - duration;
     await this.gate.inOrder(undefined, () =>
       this.stacks.whenSlotsFree([[this.cluster ? clusterSlot(key) : -1, undefined]], () =>
-        this.run('fleet/lock', [key], [this.now(), this.expiryOffsetMs, until, duration, forgetAt]),
+        this.run(
+          'fleet/lock',
+          [key, ledger],
+          [this.now(), this.expiryOffsetMs, until, duration, forgetAt, startedAt],
+        ),
       ),
     );
   }
