@@ -199,4 +199,86 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
     expect(owner.failure).toBeUndefined();
     expect(owner.allowed).toBe(true);
   });
+  // (Holds.) Attack: be the first to reach Redis when it is back. The reconciliation is started by the
+  // first decision Redis answers, so that decision (and any others sent meanwhile) is made on a
+  // bucket that holds none of the outage's spends. The fallback's backlog is then charged as a
+  // spend made back at the latest fallback spend's instant, before the bucket's new busy period:
+  // a bucket "full since the spend" takes nothing. The caller, who spent the whole limit in the
+  // fallback, gets the whole limit again.
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a decision Redis makes before the reconciliation does not void the backlog charged after it',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const via = await proxy();
+      const store = processStore(via, `r2:first-in:${algorithm}:${Math.random()}:`, clock);
+      const l = limiter(store, { algorithm, limit: 10, window: '1h' });
+      await established([store]);
+      await cut(via, [store]);
+      expect(await allowedOf(l, 'victim', 12)).toBe(10);
+      clock.advance(1_000);
+      // The charges wait until the attacker's first call has been answered by Redis.
+      const internals = store as unknown as {
+        run: (id: string, ...rest: unknown[]) => Promise<unknown>;
+      };
+      const run = internals.run.bind(store);
+      let release!: () => void;
+      const first = new Promise<void>((resolve) => (release = resolve));
+      jest.spyOn(internals, 'run').mockImplementation(async (id: string, ...rest: unknown[]) => {
+        if (id === `${algorithm}/refund`) await first;
+        return run(id, ...rest);
+      });
+      via.up();
+      await until(async () => (await l.peek('victim')).failure === undefined);
+      const before = await l.consume('victim');
+      expect(before.failure).toBeUndefined();
+      release();
+      await until(() => store.fleet.owing === 0);
+      await store.heartbeat();
+      expect(await allowedOf(l, 'victim', 12)).toBe(0);
+    },
+  );
+  // Attack (the infrastructure): lose the reply of a bucket's backlog charge, and Redis again with
+  // it. The charge ran (10 tokens at the outage's instant, its marker says 10) but the journal
+  // still owes it. Half an hour later the bucket has drained 5 and the fallback allows 5 more;
+  // when Redis is back the backlog is charged again, now at the latest spend's instant: 10 tokens
+  // again, which the marker (written at the first instant) says are there already, so nothing is
+  // charged. Redis holds the first charge drained by half an hour: 5, where the caller's backlog
+  // is 10. The caller gets 5 more at once: 20 in half an hour of a bucket of 10 an hour.
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a backlog charge whose reply was lost, charged again later with more spends, is charged in full',
+    async (algorithm) => {
+      const clock = new TestClock();
+      const via = await proxy();
+      const store = processStore(via, `r2:backlog-lost:${algorithm}:${Math.random()}:`, clock);
+      const l = limiter(store, { algorithm, limit: 10, window: '1h' });
+      await established([store]);
+      await cut(via, [store]);
+      expect(await allowedOf(l, 'victim', 12)).toBe(10);
+      const internals = store as unknown as {
+        run: (id: string, ...rest: unknown[]) => Promise<unknown>;
+      };
+      const run = internals.run.bind(store);
+      let dropped = false;
+      jest.spyOn(internals, 'run').mockImplementation(async (id: string, ...rest: unknown[]) => {
+        if (id !== `${algorithm}/refund` || dropped) return run(id, ...rest);
+        dropped = true;
+        via.dropNextReply(); // it runs; its answer is lost with the connection
+        try {
+          return await run(id, ...rest);
+        } finally {
+          via.down(); // and Redis is away again
+        }
+      });
+      via.up();
+      await until(() => dropped);
+      await until(async () => !(await answers(store)));
+      expect(store.fleet.owing).toBe(10);
+      clock.advance(30 * 60_000); // 5 tokens drained
+      expect(await allowedOf(l, 'victim', 12)).toBe(5);
+      via.up();
+      await until(() => answers(store));
+      await until(() => store.fleet.owing === 0);
+      expect(await allowedOf(l, 'victim', 12)).toBe(0);
+    },
+  );
 });
