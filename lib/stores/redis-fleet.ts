@@ -210,9 +210,12 @@ export class RedisFleet {
       for (const rule of request.limits) tokens = Math.max(tokens, backlog(made, rule, last));
       if (tokens === 0) return;
       const charge: FallbackSpend = {
-        // Its charge marker is the group's, never a spend's own (a refund of the first spend
-        // alone would read the whole backlog there as what it weighs, and give it all back).
-        id: `${made[0]!.id}:backlog`,
+        // Its charge marker is this charge's: named after the latest spend, whose instant it is
+        // charged at (the same charge sent again finds it; one at a later instant, after more
+        // spends, is another charge: the marker of an earlier instant would take the backlog
+        // drained since as still there), never after a spend's own (a refund of that spend alone
+        // would read the whole backlog there as what it weighs, and give it all back).
+        id: `${made[made.length - 1]!.id}:backlog`,
         request: { ...request, keys: [key], cost: tokens },
         at: last,
         markAt: made[0]!.at,
