@@ -4,6 +4,7 @@
 import Redis from 'ioredis';
 import { type Decision, Limiter, RedisStore } from '../../lib';
 import type { Algorithm } from '../../lib/core/policy';
+import { monotonicNow } from '../../lib/core/clock.util';
 import { TestClock } from '../support/backends';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
@@ -281,4 +282,40 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
       expect(await allowedOf(l, 'victim', 12)).toBe(0);
     },
   );
+  // Attack (the infrastructure: Redis's clock ahead of the store's estimate, e.g. stepped): the
+  // first spend of a coalesced run reaches Redis past its deadline on the script's clock while its
+  // caller's deadline has not passed, so the store decides it again alone, with the same spend id.
+  // A lone spend's marker is named after its spend id, and so is the run's hash (after its first
+  // spend): when another spend of the run was allowed, the lone spend finds the run's hash where
+  // its string marker goes, and the script fails (WRONGTYPE): the caller gets a store failure
+  // (failMode 'open' lets it through unlimited), and its settlement fails the same way.
+  it("a run's first spend decided again alone does not meet the run's hash", async () => {
+    const client = new Redis(server.port);
+    open.push(client);
+    const store = new RedisStore({ client, prefix: `r2:runhash:${Math.random()}:` });
+    const request = (key: string, deadlineAt?: number) => ({
+      policy: 'p',
+      algorithm: 'fixed-window' as const,
+      limits: [{ limit: 5, windowMs: 3_600_000, burst: 5 }],
+      keys: [key],
+      cost: 1,
+      ...(deadlineAt !== undefined && { deadlineAt }),
+    });
+    await store.consume(request('warm')); // the Redis clock measured
+    const offset = (store as unknown as { redisClock: { value: number | undefined } }).redisClock;
+    const measured = offset.value!;
+    // The estimate 5 s behind Redis: deadlines on the script's clock 5 s early.
+    Object.defineProperty(offset, 'value', { get: () => measured - 5_000 });
+    const now = monotonicNow();
+    const lone = store.consume(request('k0')); // sent alone: the slot is busy
+    const first = store.consume(request('k1', now + 2_000)); // late on the script's clock
+    const second = store.consume(request('k2')); // no deadline: allowed in the run
+    await expect(lone).resolves.toMatchObject({ allowed: true });
+    await expect(second).resolves.toMatchObject({ allowed: true });
+    const outcome = await first.then(
+      (r) => (r.allowed ? 'allowed' : 'refused'),
+      (e: Error) => e.message,
+    );
+    expect(outcome).not.toMatch(/WRONGTYPE/);
+  });
 });
