@@ -66,8 +66,10 @@ export function batchCall(
       request.limits.length,
       request.block !== undefined,
     );
+    // Its own name ('#run' after the first spend's marker's): the first spend, decided again
+    // alone (late on the script's clock, in time for its caller), leaves its string marker there.
     if (spend && spendId && marker === undefined)
-      marker = outcomeKey(prefix, request.keys[0]!, spendId);
+      marker = `${outcomeKey(prefix, request.keys[0]!, spendId)}#run`;
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };

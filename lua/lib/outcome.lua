@@ -33,7 +33,7 @@ end
 
 --[[
 A coalesced run (batch/consume.lua) marks its spends together, in one hash named after the run's
-first spend (`<prefix>{<tag>}!<spend id>`, the last key; all the run's keys share a slot): a field
+first spend (`<prefix>{<tag>}!<spend id>#run`, the last key; all the run's keys share a slot): a field
 per allowed spend, named by its spend id, holding what a marker holds. One write for the run
 instead of one per spend. The run that finds its hash is a copy: each spend with a field is
 answered from it. A refund in outcome mode with '#' reads and takes that spend's field.
