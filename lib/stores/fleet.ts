@@ -26,7 +26,10 @@ export interface FleetBeat {
   readonly now: number;
   /** True when this process was not in the fleet before this beat (it joined or came back). */
   readonly joined: boolean;
-  /** The oldest latest beat of the other members (the store's clock; -1: no other member). */
+  /**
+   * The oldest latest answered beat of the other members (the store's clock; -1: no other member;
+   * 0: a member none of whose beats was answered yet, as far as the store knows).
+   */
   readonly oldestOther: number;
 }
 
@@ -40,8 +43,9 @@ export interface FleetView {
   /** This process's place among them (0-based). */
   readonly rank: number;
   /**
-   * True while this process may take a share: every other member has beaten since it joined (so
-   * every other member's view counts it, and the shares add up to no more than the limit), and
+   * True while this process may take a share: every other member has been answered a beat that
+   * ran after it joined (so every other member's view counts it, and the shares add up to no more
+   * than the limit; a beat whose reply was lost does not count), and
    * its own latest answered beat is less than `fleetTtlMs` old (so no member can have dropped it
    * since). False before that, for a process that joined (or came back) after another member's
    * latest beat, and once the view has outlived this process's place in the fleet.
@@ -90,16 +94,25 @@ export class FleetMembership {
   /** This process's name in the fleet: random, with the pid for whoever reads the set. */
   readonly member = `${process.pid}:${newSpendTag()}`;
   private view?: Omit<FleetView, 'established'>;
-  /** Every other member had beaten since this one joined, as of the latest answered beat. */
+  /** Every other member had been answered a beat since this one joined, as of the latest one. */
   private seenByAll = false;
   /** When this process's current membership began (the store's clock; reset when it lapsed). */
   private joinedAt?: number;
+  /** When this process's latest answered beat ran (the store's clock). */
+  private answeredAt?: number;
   private timer?: ReturnType<typeof setInterval>;
   private beating?: Promise<void>;
 
   constructor(
-    /** One beat in the store (`ttlMs` 0: leave). */
-    private readonly send: (member: string, ttlMs: number) => Promise<FleetBeat>,
+    /**
+     * One beat in the store (`ttlMs` 0: leave), with when this process's latest answered beat ran
+     * (the store's clock): what the others wait for before a newcomer counts as seen by it.
+     */
+    private readonly send: (
+      member: string,
+      ttlMs: number,
+      answeredAt: number | undefined,
+    ) => Promise<FleetBeat>,
     /** Runs after every beat that the store answered (the store is back: reconcile). */
     private readonly onAnswer: () => Promise<void>,
     /** The beat interval (ms). */
@@ -138,12 +151,14 @@ export class FleetMembership {
     this.view = undefined;
     this.joinedAt = undefined;
     this.seenByAll = false;
-    await this.send(this.member, 0);
+    this.answeredAt = undefined;
+    await this.send(this.member, 0, undefined);
   }
 
   private async beatOnce(): Promise<void> {
     const sentAt = monotonicNow();
-    const beat = await this.send(this.member, this.ttlMs);
+    const beat = await this.send(this.member, this.ttlMs, this.answeredAt);
+    this.answeredAt = beat.now; // sent with the next beat: this view counts whoever joined before
     if (beat.joined || this.joinedAt === undefined) this.joinedAt = beat.now;
     // Strictly after: a beat in the same millisecond may have run before this one joined.
     this.seenByAll = beat.oldestOther < 0 || beat.oldestOther > this.joinedAt;

@@ -10,8 +10,8 @@ const RECONCILE_PARALLEL = 32;
 
 /** How a RedisStore's fleet reaches Redis. */
 export interface FleetPort {
-  /** One heartbeat (`ttlMs` 0: leave). */
-  beat(member: string, ttlMs: number): Promise<FleetBeat>;
+  /** One heartbeat (`ttlMs` 0: leave), with when this member's latest answered beat ran. */
+  beat(member: string, ttlMs: number, answeredAt: number | undefined): Promise<FleetBeat>;
   /**
    * Makes a fallback spend weigh `to` units in the store instead of `from` (an adjustment of a
    * compensation: no ledger; charged where it was made, if that still counts, and not on a key
@@ -70,7 +70,8 @@ export class RedisFleet {
     // nothing twice; a charge may be charged twice, a cost and never budget).
     this.callMs = Math.max(2 * beatMs, 2_000);
     this.membership = new FleetMembership(
-      (member, ttl) => bounded(port.beat(member, ttl), this.callMs, 'the fleet heartbeat'),
+      (member, ttl, answeredAt) =>
+        bounded(port.beat(member, ttl, answeredAt), this.callMs, 'the fleet heartbeat'),
       () => this.reconcile(),
       beatMs,
       ttlMs,

@@ -115,7 +115,7 @@ export interface RedisStoreOptions {
    * `failMode: 'memory'` can last into an outage (past it this process takes no share: the others
    * may have stopped counting it), and how long a process that died without leaving keeps
    * counting (the others' shares are smaller meanwhile, and a process that joins takes no share
-   * until every member has beaten since). A whole number from 3 × `fleetBeatMs` to one day.
+   * until every member has been answered a beat since). A whole number from 3 × `fleetBeatMs` to one day.
    * Default 600 000 (10 minutes).
    */
   readonly fleetTtlMs?: number;
@@ -207,7 +207,7 @@ export class RedisStore implements Store {
     this.coalesce = options.coalesce !== false;
     this.fleetState = new RedisFleet(
       {
-        beat: (member, ttlMs) => this.beat(member, ttlMs),
+        beat: (member, ttlMs, answeredAt) => this.beat(member, ttlMs, answeredAt),
         charge: (spend, from, to) => this.chargeFallback(spend, from, to),
         lock: (lockout) => this.lockFallback(lockout),
       },
@@ -436,12 +436,16 @@ export class RedisStore implements Store {
     return this.fleetState.membership.leave();
   }
 
-  private async beat(member: string, ttlMs: number): Promise<FleetBeat> {
+  private async beat(
+    member: string,
+    ttlMs: number,
+    answeredAt: number | undefined,
+  ): Promise<FleetBeat> {
     const key = fleetKey(this.prefix);
     const sentAt = monotonicNow();
     const reply = await this.gate.inOrder(undefined, () =>
       this.stacks.whenSlotsFree([[this.cluster ? clusterSlot(key) : -1, undefined]], () =>
-        this.run('fleet/beat', [key], ['', 0, member, ttlMs]),
+        this.run('fleet/beat', [key], ['', 0, member, ttlMs, answeredAt ?? '']),
       ),
     );
     const [size, rank, now, joined, oldestOther] = Array.isArray(reply) ? (reply as unknown[]) : [];
