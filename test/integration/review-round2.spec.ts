@@ -318,4 +318,36 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
     );
     expect(outcome).not.toMatch(/WRONGTYPE/);
   });
+  // Attack (a caller who can reset their own key, e.g. a reset on a successful sign-in, through a
+  // process that still reaches Redis): spend once through A's fallback, have the key reset through
+  // B, then spend A's share again through A's fallback. A's bucket spends are charged as one
+  // backlog "not on a key reset since" its first spend: the reset came after that one, so the
+  // whole backlog is dropped, the spends made after the reset with it. Once A is back the caller
+  // finds a full bucket: 1 + 9 through the fallback after the reset and 10 more at once.
+  it.each(['token-bucket', 'gcra'] as Algorithm[])(
+    '%s: a reset between fallback spends drops only those made before it',
+    async (algorithm) => {
+      const prefix = `r2:bucket-reset:${algorithm}:${Math.random()}:`;
+      const clock = new TestClock();
+      const [pa, pb] = [await proxy(), await proxy()];
+      const a = processStore(pa, prefix, clock);
+      const b = processStore(pb, prefix, clock);
+      const policy = { algorithm, limit: 10, window: '1h' };
+      const la = limiter(a, policy);
+      const lb = new Limiter(b, { name: 'login', ...policy }, { timeoutMs: 500 });
+      await established([a]);
+      await cut(pa, [a]);
+      expect(await allowedOf(la, 'me', 1)).toBe(1);
+      clock.advance(1_000);
+      await lb.reset('me');
+      clock.advance(1_000);
+      expect(await allowedOf(la, 'me', 12)).toBe(9); // what the fallback still allows
+      clock.advance(1_000);
+      pa.up();
+      await until(() => answers(a));
+      await until(() => a.fleet.owing === 0);
+      // The 9 spends made after the reset hold at least 9 tokens (less a few seconds' refill).
+      expect(await allowedOf(la, 'me', 12)).toBeLessThanOrEqual(1);
+    },
+  );
 });
