@@ -219,7 +219,9 @@ export class RedisFleet {
         id: `${made[made.length - 1]!.id}:backlog`,
         request: { ...request, keys: [key], cost: tokens },
         at: last,
-        markAt: made[0]!.at,
+        // Not on a key reset after the latest spend; one between them leaves the whole backlog
+        // charged (the spends before it with it: a cost, where dropping it gave budget back).
+        markAt: last,
         shared: made[0]!.shared,
         units: tokens,
         charged: 0,
