@@ -11,16 +11,9 @@ import type { Algorithm } from '../../lib/core/policy';
 import { TestClock } from '../support/backends';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { until } from '../support/until';
 
 const BEAT_MS = 100;
-
-async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

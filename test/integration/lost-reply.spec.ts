@@ -10,15 +10,7 @@ import type { Algorithm } from '../../lib/core/policy';
 import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
 import { startRedisServer, type StartedRedisServer } from '../support/redis';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
-
-/** Waits until `done()` holds (polling; fails after `ms`, a bound, not a timing assertion). */
-async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+import { until } from '../support/until';
 
 describe('a spend whose reply is lost with its connection', () => {
   let server: StartedRedisServer;

@@ -2,102 +2,21 @@
 // call sequences an attacker (or the infrastructure) can produce that get more than the limit
 // through, or charge a fallback spend twice. Each store stands for one process, with its own
 // connection through a proxy that can cut it (an outage), as in fleet-fallback.spec.ts.
-import Redis from 'ioredis';
-import { Limiter, RedisStore } from '../../lib';
 import type { Algorithm } from '../../lib/core/policy';
 import { FleetFallback, MAX_FALLBACK_ENTRIES } from '../../lib/stores/fleet-fallback';
 import { TestClock } from '../support/backends';
-import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { answers, fleetHarness } from '../support/fleet-harness';
+import { until } from '../support/until';
 
 const BEAT_MS = 100;
 /** How long a process stays in the fleet after its latest beat, here (default: 10 minutes). */
 const TTL_MS = 2_000;
 
-async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-const answers = (store: RedisStore) =>
-  store.heartbeat().then(
-    () => true,
-    () => false,
-  );
-
 describe("review: failMode 'memory' across a fleet", () => {
-  let server: StartedRedisServer;
-  const proxies: LossyProxy[] = [];
-  const open: Redis[] = [];
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
+  const { open, proxy, processStore, limiter, established, allowedOf, cut } = fleetHarness({
+    beatMs: BEAT_MS,
+    ttlMs: TTL_MS,
   });
-  afterAll(async () => {
-    await server.stop();
-  });
-  afterEach(async () => {
-    jest.restoreAllMocks();
-    jest.useRealTimers();
-    for (const p of proxies) p.up();
-    await Promise.all(stores.splice(0).map((s) => s.leaveFleet().catch(() => undefined)));
-    for (const c of open.splice(0)) c.disconnect();
-    await Promise.all(proxies.splice(0).map((p) => p.close()));
-  });
-
-  async function proxy(): Promise<LossyProxy> {
-    const p = await lossyProxy(server.port);
-    proxies.push(p);
-    return p;
-  }
-
-  /** One process's store on `prefix`, its connection through `via`. */
-  function processStore(via: LossyProxy, prefix: string, clock?: TestClock): RedisStore {
-    const client = new Redis(via.port, {
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      retryStrategy: () => 20,
-    });
-    open.push(client);
-    const store = new RedisStore({
-      client,
-      prefix,
-      fleetBeatMs: BEAT_MS,
-      fleetTtlMs: TTL_MS,
-      ...(clock && { clock: () => clock.now }),
-    });
-    stores.push(store);
-    return store;
-  }
-
-  const limiter = (store: RedisStore, policy: object) =>
-    new Limiter(store, { name: 'login', failMode: 'memory', ...policy } as never, {
-      timeoutMs: 500,
-      onStoreFailure: () => undefined,
-    });
-
-  async function established(members: RedisStore[]): Promise<void> {
-    await until(async () => {
-      await Promise.all(members.map(answers));
-      return members.every(
-        (s) => s.fleet.view?.established && s.fleet.view.size === members.length,
-      );
-    });
-  }
-
-  async function cut(via: LossyProxy, members: RedisStore[]): Promise<void> {
-    via.down();
-    await until(async () => (await Promise.all(members.map(answers))).every((ok) => !ok));
-  }
-
-  async function allowedOf(l: Limiter, key: string, tries: number): Promise<number> {
-    let allowed = 0;
-    for (let i = 0; i < tries; i++) if ((await l.consume(key)).allowed) allowed++;
-    return allowed;
-  }
 
   // Attack: a partial outage, then a full one. A's connection fails first (its beats fail; it
   // keeps its last view, fleet of 2, and its share 5). B still reaches Redis and beats on; A's

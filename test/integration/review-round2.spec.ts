@@ -6,94 +6,17 @@ import { type Decision, Limiter, RedisStore } from '../../lib';
 import type { Algorithm } from '../../lib/core/policy';
 import { monotonicNow } from '../../lib/core/clock.util';
 import { TestClock } from '../support/backends';
-import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
+import { answers, fleetHarness } from '../support/fleet-harness';
+import { until } from '../support/until';
 
 const BEAT_MS = 100;
 const TTL_MS = 2_000;
 
-async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-const answers = (store: RedisStore) =>
-  store.heartbeat().then(
-    () => true,
-    () => false,
-  );
-
 describe("review round 2: failMode 'memory' and outcome markers", () => {
-  let server: StartedRedisServer;
-  const proxies: LossyProxy[] = [];
-  const open: Redis[] = [];
-  const stores: RedisStore[] = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
+  const { server, open, proxy, processStore, limiter, established, allowedOf, cut } = fleetHarness({
+    beatMs: BEAT_MS,
+    ttlMs: TTL_MS,
   });
-  afterAll(async () => {
-    await server.stop();
-  });
-  afterEach(async () => {
-    jest.restoreAllMocks();
-    for (const p of proxies) p.up();
-    await Promise.all(stores.splice(0).map((s) => s.leaveFleet().catch(() => undefined)));
-    for (const c of open.splice(0)) c.disconnect();
-    await Promise.all(proxies.splice(0).map((p) => p.close()));
-  });
-
-  async function proxy(): Promise<LossyProxy> {
-    const p = await lossyProxy(server.port);
-    proxies.push(p);
-    return p;
-  }
-
-  function processStore(via: LossyProxy, prefix: string, clock?: TestClock): RedisStore {
-    const client = new Redis(via.port, {
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      retryStrategy: () => 20,
-    });
-    open.push(client);
-    const store = new RedisStore({
-      client,
-      prefix,
-      fleetBeatMs: BEAT_MS,
-      fleetTtlMs: TTL_MS,
-      ...(clock && { clock: () => clock.now }),
-    });
-    stores.push(store);
-    return store;
-  }
-
-  const limiter = (store: RedisStore, policy: object) =>
-    new Limiter(store, { name: 'login', failMode: 'memory', ...policy } as never, {
-      timeoutMs: 500,
-      onStoreFailure: () => undefined,
-    });
-
-  async function established(members: RedisStore[]): Promise<void> {
-    await until(async () => {
-      await Promise.all(members.map(answers));
-      return members.every(
-        (s) => s.fleet.view?.established && s.fleet.view.size === members.length,
-      );
-    });
-  }
-
-  async function allowedOf(l: Limiter, key: string, tries: number): Promise<number> {
-    let allowed = 0;
-    for (let i = 0; i < tries; i++) if ((await l.consume(key)).allowed) allowed++;
-    return allowed;
-  }
-
-  async function cut(via: LossyProxy, members: RedisStore[]): Promise<void> {
-    via.down();
-    await until(async () => (await Promise.all(members.map(answers))).every((ok) => !ok));
-  }
 
   // Attack (holder of a receipt): a bucket's fallback spends are charged per caller key as one
   // backlog, under a charge marker named after the group's first spend (`<outcome key of its
@@ -290,7 +213,7 @@ describe("review round 2: failMode 'memory' and outcome markers", () => {
   // its string marker goes, and the script fails (WRONGTYPE): the caller gets a store failure
   // (failMode 'open' lets it through unlimited), and its settlement fails the same way.
   it("a run's first spend decided again alone does not meet the run's hash", async () => {
-    const client = new Redis(server.port);
+    const client = new Redis(server().port);
     open.push(client);
     const store = new RedisStore({ client, prefix: `r2:runhash:${Math.random()}:` });
     const request = (key: string, deadlineAt?: number) => ({

@@ -10,19 +10,12 @@ import { clusterNodes } from '../support/cluster-handle';
 import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
 import { uniquePrefix } from '../support/redis';
 import { startRedisSentinel, type StartedRedisSentinel } from '../support/sentinel';
+import { until } from '../support/until';
 
 // Sentinel runs where the Cluster suites run (see sentinel.spec.ts).
 const describeWithSentinel = clusterNodes() ? describe : describe.skip;
 
 jest.setTimeout(60_000);
-
-async function until(done: () => boolean | Promise<boolean>, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await done())) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describeWithSentinel('Redis Sentinel: a spend whose reply is lost', () => {
   let deployment: StartedRedisSentinel;
