@@ -8,40 +8,21 @@ import Redis, { type RedisOptions } from 'ioredis';
 import { Limiter, RedisStore } from '../../lib';
 import type { Algorithm } from '../../lib/core/policy';
 import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
-import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
+import { proxiedServer } from '../support/lossy-proxy';
 import { until } from '../support/until';
 
 describe('a spend whose reply is lost with its connection', () => {
-  let server: StartedRedisServer;
-  let check: Redis;
-  let proxy: LossyProxy;
-  const open: Redis[] = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
-    check = new Redis(server.url);
-  });
-  afterAll(async () => {
-    check.disconnect();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    proxy = await lossyProxy(server.port);
-  });
-  afterEach(async () => {
-    for (const c of open.splice(0)) c.disconnect();
-    await proxy.close();
-  });
+  const h = proxiedServer();
 
   let prefixes = 0;
   function setup(options: RedisOptions = {}, policy: Record<string, unknown> = {}) {
-    const client = new Redis(proxy.port, '127.0.0.1', {
+    const client = new Redis(h.proxy.port, '127.0.0.1', {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       ...options,
     });
     client.on('error', () => {});
-    open.push(client);
+    h.open.push(client);
     const prefix = `lost${++prefixes}:`;
     const store = new RedisStore({ client, prefix });
     const limiter = new Limiter(
@@ -52,19 +33,19 @@ describe('a spend whose reply is lost with its connection', () => {
     /** Every stored key of the prefix but markers and ledgers, with its value or members. */
     const state = async (): Promise<Record<string, string>> => {
       const out: Record<string, string> = {};
-      for (const key of (await check.keys(`${prefix}*`)).sort()) {
+      for (const key of (await h.check.keys(`${prefix}*`)).sort()) {
         if (key.includes('}!') || key.endsWith(':r')) continue;
-        const type = await check.type(key);
+        const type = await h.check.type(key);
         out[key] =
           type === 'string'
-            ? ((await check.get(key)) ?? '')
+            ? ((await h.check.get(key)) ?? '')
             : type === 'zset'
-              ? (await check.zrange(key, 0, -1)).join(',')
+              ? (await h.check.zrange(key, 0, -1)).join(',')
               : type;
       }
       return out;
     };
-    const markers = async () => (await check.keys(`${prefix}*`)).filter((k) => k.includes('}!'));
+    const markers = async () => (await h.check.keys(`${prefix}*`)).filter((k) => k.includes('}!'));
     return { client, store, limiter, prefix, state, markers };
   }
 
@@ -82,7 +63,7 @@ describe('a spend whose reply is lost with its connection', () => {
     const bucket = algorithm === 'token-bucket' || algorithm === 'gcra';
     const seen = async () => (bucket ? (await limiter.peek('k')).remaining : await state());
     const before = await seen();
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decision = await limiter.consume('k');
     expect(decision.allowed).toBe(false);
     expect(decision.failure).toBeDefined();
@@ -97,7 +78,7 @@ describe('a spend whose reply is lost with its connection', () => {
     const { store, limiter, state } = setup({}, { limit: 50 });
     await limiter.consume('a');
     const before = await state();
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decisions = await Promise.all(
       ['a', 'b', 'c', 'a', 'b', 'd'].map((key) => limiter.consume(key)),
     );
@@ -113,7 +94,7 @@ describe('a spend whose reply is lost with its connection', () => {
     await limiter.consume('k');
     await limiter.consume('k');
     const before = await state();
-    proxy.dropNextRequest();
+    h.proxy.dropNextRequest();
     const decision = await limiter.consume('k');
     expect(decision.failure).toBeDefined();
     await until(() => store.lostReplies.notRun === 1);
@@ -128,7 +109,7 @@ describe('a spend whose reply is lost with its connection', () => {
     });
     const prefixState = async () => Object.values(await state());
     await limiter.consume('k');
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decision = await limiter.consume('k');
     // ioredis wrote the command again on the new connection: the copy found the marker.
     expect(decision.failure).toBeUndefined();
@@ -151,7 +132,7 @@ describe('a spend whose reply is lost with its connection', () => {
     await store.consume(request);
     const refused = await store.consume(request);
     expect(refused.allowed).toBe(false);
-    expect((await check.keys(`${prefix}*`)).filter((k) => k.includes('}!'))).toHaveLength(1);
+    expect((await h.check.keys(`${prefix}*`)).filter((k) => k.includes('}!'))).toHaveLength(1);
     client.disconnect();
   });
 
@@ -168,7 +149,7 @@ describe('a spend whose reply is lost with its connection', () => {
       const spent = await store.consume(request);
       const spendId = spent.spendId!;
       const counter = storageKeysWithLedgers(prefix, ['k'], 'p', 1)[0]!;
-      expect(await check.get(counter)).toBe('2');
+      expect(await h.check.get(counter)).toBe('2');
       const settle = (deadline: string) =>
         (store as unknown as { settleLost(s: unknown): Promise<number> }).settleLost({
           request,
@@ -177,15 +158,15 @@ describe('a spend whose reply is lost with its connection', () => {
           deadlineAt: 0,
           forgetAt: Infinity,
         });
-      const [redisNow] = await check.time();
+      const [redisNow] = await h.check.time();
       expect(await settle(String(Number(redisNow) * 1000 + 60_000))).toBe(-1);
-      expect(await check.get(counter)).toBe('2');
+      expect(await h.check.get(counter)).toBe('2');
       expect(await settle(String(Number(redisNow) * 1000 - 1))).toBe(1);
-      expect(await check.get(counter)).toBeNull();
+      expect(await h.check.get(counter)).toBeNull();
       expect(await settle('')).toBe(-2);
       // Its receipt finds it refunded already.
       await store.refund({ ...request, at: spent.at, spendId: spent.spendId });
-      expect(await check.get(counter)).toBeNull();
+      expect(await h.check.get(counter)).toBeNull();
     });
 
     it('a spend refunded by its receipt first is not given back again by its marker', async () => {
@@ -201,7 +182,7 @@ describe('a spend whose reply is lost with its connection', () => {
       const spent = await store.consume(request);
       await store.refund({ ...request, at: spent.at, spendId: spent.spendId });
       const counter = storageKeysWithLedgers(prefix, ['k'], 'p', 1)[0]!;
-      expect(await check.get(counter)).toBe('1');
+      expect(await h.check.get(counter)).toBe('1');
       const settled = await (
         store as unknown as { settleLost(s: unknown): Promise<number> }
       ).settleLost({
@@ -212,7 +193,7 @@ describe('a spend whose reply is lost with its connection', () => {
         forgetAt: Infinity,
       });
       expect(settled).toBe(0);
-      expect(await check.get(counter)).toBe('1');
+      expect(await h.check.get(counter)).toBe('1');
     });
   });
 });

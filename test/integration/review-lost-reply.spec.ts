@@ -7,42 +7,23 @@ import { createClient as createClientV4 } from 'redis-v4';
 import { Limiter, RedisStore } from '../../lib';
 import type { SpendRequest } from '../../lib/stores/store.interface';
 import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
-import { startRedisServer, type StartedRedisServer } from '../support/redis';
-import { lossyProxy, type LossyProxy } from '../support/lossy-proxy';
+import { proxiedServer } from '../support/lossy-proxy';
 import { until } from '../support/until';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('review: outcome markers under attack', () => {
-  let server: StartedRedisServer;
-  let check: Redis;
-  let proxy: LossyProxy;
-  const open: Redis[] = [];
-  beforeAll(async () => {
-    server = await startRedisServer();
-    check = new Redis(server.url);
-  });
-  afterAll(async () => {
-    check.disconnect();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    proxy = await lossyProxy(server.port);
-  });
-  afterEach(async () => {
-    for (const c of open.splice(0)) c.disconnect();
-    await proxy.close();
-  });
+  const h = proxiedServer();
 
   let prefixes = 0;
   function setup(options: RedisOptions = {}, limiterOptions: Record<string, unknown> = {}) {
-    const client = new Redis(proxy.port, '127.0.0.1', {
+    const client = new Redis(h.proxy.port, '127.0.0.1', {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
       ...options,
     });
     client.on('error', () => {});
-    open.push(client);
+    h.open.push(client);
     const prefix = `review-lost${++prefixes}:`;
     const store = new RedisStore({ client, prefix });
     const limiter = new Limiter(
@@ -53,9 +34,9 @@ describe('review: outcome markers under attack', () => {
     /** Every stored key of the prefix but markers and ledgers, with its value. */
     const state = async (): Promise<Record<string, string>> => {
       const out: Record<string, string> = {};
-      for (const key of (await check.keys(`${prefix}*`)).sort()) {
+      for (const key of (await h.check.keys(`${prefix}*`)).sort()) {
         if (key.includes('}!') || key.endsWith(':r')) continue;
-        out[key] = (await check.get(key)) ?? '';
+        out[key] = (await h.check.get(key)) ?? '';
       }
       return out;
     };
@@ -74,7 +55,7 @@ describe('review: outcome markers under attack', () => {
     });
     await limiter.consume('k');
     const before = await state();
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decision = await limiter.consume('k');
     expect(decision.failure).toBeDefined();
     await until(() => client.status === 'ready');
@@ -95,7 +76,7 @@ describe('review: outcome markers under attack', () => {
     });
     await Promise.all(['a', 'b', 'c'].map((key) => limiter.consume(key)));
     const before = await state();
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decisions = await Promise.all(['a', 'b', 'c'].map((key) => limiter.consume(key)));
     expect(decisions.every((d) => d.failure !== undefined)).toBe(true);
     await until(() => client.status === 'ready');
@@ -116,8 +97,8 @@ describe('review: outcome markers under attack', () => {
   // and charged, or failed and given back.
   it('a spend without a deadline that is only slow: allowed and charged, or failed and given back', async () => {
     const { client, store, prefix } = setup();
-    const admin = new Redis(server.url);
-    open.push(admin);
+    const admin = new Redis(h.server.url);
+    h.open.push(admin);
     const request = {
       policy: 'p',
       algorithm: 'fixed-window' as const,
@@ -127,7 +108,7 @@ describe('review: outcome markers under attack', () => {
     };
     await store.consume(request);
     const counter = storageKeysWithLedgers(prefix, ['k'], 'p', 1)[0]!;
-    expect(await check.get(counter)).toBe('1');
+    expect(await h.check.get(counter)).toBe('1');
     await admin.call('client', 'pause', '60000', 'write');
     let spent;
     try {
@@ -141,7 +122,7 @@ describe('review: outcome markers under attack', () => {
     }
     const outcome = await spent;
     await client.ping(); // anything written behind the spend has run
-    expect([outcome, await check.get(counter)]).toEqual(
+    expect([outcome, await h.check.get(counter)]).toEqual(
       outcome === 'allowed' ? ['allowed', '2'] : ['failed', '1'],
     );
   });
@@ -157,39 +138,23 @@ describe('review: outcome markers under attack', () => {
     };
     await store.consume(request);
     const counter = storageKeysWithLedgers(prefix, ['k'], 'p', 1)[0]!;
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     // (ioredis, not sending it again, never answers it: it counts as lost 1 s after it was sent)
     void store.consume(request).catch(() => undefined);
     await until(() => store.lostReplies.refunded === 1);
-    expect(await check.get(counter)).toBe('1');
+    expect(await h.check.get(counter)).toBe('1');
   });
 });
 
 describe('review: outcome markers, what held', () => {
-  let server: StartedRedisServer;
-  let check: Redis;
-  let proxy: LossyProxy;
-  beforeAll(async () => {
-    server = await startRedisServer();
-    check = new Redis(server.url);
-  });
-  afterAll(async () => {
-    check.disconnect();
-    await server.stop();
-  });
-  beforeEach(async () => {
-    proxy = await lossyProxy(server.port);
-  });
-  afterEach(async () => {
-    await proxy.close();
-  });
+  const h = proxiedServer();
 
   const policy = { name: 'p', algorithm: 'fixed-window' as const, limit: 50, window: '1h' };
   let prefixes = 0;
   const counters = async (prefix: string) => {
     const out: Record<string, string> = {};
-    for (const key of (await check.keys(`${prefix}*`)).sort()) {
-      if (!key.includes('}!') && !key.endsWith(':r')) out[key] = (await check.get(key)) ?? '';
+    for (const key of (await h.check.keys(`${prefix}*`)).sort()) {
+      if (!key.includes('}!') && !key.endsWith(':r')) out[key] = (await h.check.get(key)) ?? '';
     }
     return out;
   };
@@ -201,13 +166,13 @@ describe('review: outcome markers, what held', () => {
     const limiter = new Limiter(store, policy, { onStoreFailure: () => {}, timeoutMs: 300 });
     await limiter.consume('k');
     const before = await counters(prefix);
-    proxy.dropNextReply();
+    h.proxy.dropNextReply();
     const decision = await limiter.consume('k');
     expect(decision.failure).toBeDefined();
     await until(() => store.lostReplies.refunded === 1);
     expect(await counters(prefix)).toEqual(before);
   }
-  const url = () => `redis://127.0.0.1:${proxy.port}`;
+  const url = () => `redis://127.0.0.1:${h.proxy.port}`;
 
   it('node-redis v5: a lost reply is settled (its error counts as "may have run")', async () => {
     const client = createClient({ url: url(), socket: { reconnectStrategy: () => 50 } });
@@ -232,7 +197,7 @@ describe('review: outcome markers, what held', () => {
   });
 
   function direct() {
-    const client = new Redis(server.url);
+    const client = new Redis(h.server.url);
     const prefix = `review-held${++prefixes}:`;
     const store = new RedisStore({ client, prefix });
     const settle = (request: SpendRequest, spendId: string) =>
@@ -270,7 +235,7 @@ describe('review: outcome markers, what held', () => {
     const { client, prefix, store, settle } = direct();
     const r = request(['k']);
     const lost = await store.consume(r);
-    for (const key of await check.keys(`${prefix}*}!*`)) await check.del(key);
+    for (const key of await h.check.keys(`${prefix}*}!*`)) await h.check.del(key);
     expect(await settle(r, lost.spendId!)).toBe(-2);
     expect(Object.values(await counters(prefix))).toEqual(['1']);
     client.disconnect();
@@ -284,10 +249,10 @@ describe('review: outcome markers, what held', () => {
       for (const name of ['p', 'q'])
         spent.push([request([key], name), await store.consume(request([key], name))] as const);
     }
-    const markers = await check.keys(`${prefix}*}!*`);
+    const markers = await h.check.keys(`${prefix}*}!*`);
     expect(new Set(markers).size).toBe(spent.length);
     for (const key of markers) {
-      const ttl = await check.pttl(key);
+      const ttl = await h.check.pttl(key);
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(60_000);
     }
@@ -304,7 +269,7 @@ describe('review: outcome markers, what held', () => {
   });
 
   it("a coalesced batch: every allowed spend leaves a marker (a field of the run's hash) with a TTL, a refused one none", async () => {
-    const client = new Redis(server.url);
+    const client = new Redis(h.server.url);
     const prefix = `review-held${++prefixes}:`;
     const store = new RedisStore({ client, prefix });
     const limiter = new Limiter(store, { ...policy, limit: 2 });
@@ -315,11 +280,11 @@ describe('review: outcome markers, what held', () => {
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, true, true]);
     // A spend sent alone has a marker of its own; those of a coalesced run, a field each of the
     // run's hash.
-    const markers = await check.keys(`${prefix}*}!*`);
+    const markers = await h.check.keys(`${prefix}*}!*`);
     let marked = 0;
     for (const key of markers) {
-      expect(await check.pttl(key)).toBeGreaterThan(0);
-      marked += (await check.type(key)) === 'hash' ? await check.hlen(key) : 1;
+      expect(await h.check.pttl(key)).toBeGreaterThan(0);
+      marked += (await h.check.type(key)) === 'hash' ? await h.check.hlen(key) : 1;
     }
     expect(marked).toBe(5); // warm, x twice, y, z
     expect(markers.length).toBeLessThan(5); // (some went together)

@@ -1,4 +1,6 @@
 import * as net from 'node:net';
+import Redis from 'ioredis';
+import { startRedisServer, type StartedRedisServer } from './redis';
 
 /**
  * A TCP proxy to Redis that can lose what crosses it, the way a broken connection does: the next
@@ -67,5 +69,54 @@ export async function lossyProxy(redisPort: number): Promise<LossyProxy> {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A private redis-server, a client to look at it, and a fresh lossy proxy to it per test. */
+export interface ProxiedServer {
+  readonly server: StartedRedisServer;
+  /** A direct client (not through the proxy). */
+  readonly check: Redis;
+  /** This test's proxy (closed after it). */
+  readonly proxy: LossyProxy;
+  /** Clients of this test, disconnected after it. */
+  readonly open: Redis[];
+}
+
+/**
+ * Registers (inside a `describe`) a private redis-server for the block, a direct client to it,
+ * and a lossy proxy per test; what the test put in `open` is disconnected after it.
+ */
+export function proxiedServer(): ProxiedServer {
+  let server: StartedRedisServer | undefined;
+  let check: Redis | undefined;
+  let proxy: LossyProxy | undefined;
+  const open: Redis[] = [];
+  beforeAll(async () => {
+    server = await startRedisServer();
+    check = new Redis(server.url);
+  });
+  afterAll(async () => {
+    check?.disconnect();
+    await server?.stop();
+  });
+  beforeEach(async () => {
+    proxy = await lossyProxy(server!.port);
+  });
+  afterEach(async () => {
+    for (const c of open.splice(0)) c.disconnect();
+    await proxy?.close();
+  });
+  return {
+    get server() {
+      return server!;
+    },
+    get check() {
+      return check!;
+    },
+    get proxy() {
+      return proxy!;
+    },
+    open,
   };
 }
