@@ -208,9 +208,11 @@ export class FleetFallback implements Store {
   private room(weight: number): boolean {
     if (this.entries + weight <= MAX_FALLBACK_ENTRIES) return true;
     const now = this.clock();
+    // Oldest first, up to the first that still weighs: a full journal costs a refused call no
+    // walk through the whole journal.
     for (const [id, spend] of this.journal) {
-      if (this.entries + weight <= MAX_FALLBACK_ENTRIES) break;
-      if (spend.until < now) this.forget(id, spend);
+      if (this.entries + weight <= MAX_FALLBACK_ENTRIES || spend.until >= now) break;
+      this.forget(id, spend);
     }
     return this.entries + weight <= MAX_FALLBACK_ENTRIES;
   }

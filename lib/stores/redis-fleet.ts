@@ -1,3 +1,4 @@
+import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { type FleetBeat, FleetMembership, type FleetView } from './fleet';
 import type { LimitRule } from '../core/policy';
 import { bounded } from './bounded.util';
@@ -35,14 +36,7 @@ export interface FleetState {
 }
 
 /** Counts of what the fallback's journal did. */
-interface FallbackCounts {
-  /** Fallback spends that owe the store something (not reconciled yet). */
-  readonly owing: number;
-  /** Fallback spends charged into the store since the store was made. */
-  readonly reconciled: number;
-  /** Calls refused because the journal was full. */
-  readonly refusedFull: number;
-}
+type FallbackCounts = Omit<FleetState, 'view'>;
 
 /**
  * A RedisStore's fleet: its membership (heartbeats, started by the first `failMode: 'memory'`
@@ -67,7 +61,7 @@ export class RedisFleet {
   ) {
     // Each call bounded (see `bounded`): a beat sent again only refreshes this process's place; a
     // charge or lockout whose reply never came is sent again at the next pass (a lockout changes
-    // nothing twice; a charge may be charged twice, a cost and never budget).
+    // nothing twice; a charge finds its charge marker and changes nothing twice either).
     this.callMs = Math.max(2 * beatMs, 2_000);
     this.membership = new FleetMembership(
       (member, ttl, answeredAt) =>
@@ -160,16 +154,20 @@ export class RedisFleet {
     // A bucket's spends are charged together, per caller key: apart, each would drain from its
     // own instant as if the others had not been made.
     const buckets = owing.filter(
-      (s) => BUCKETS.has(s.request.algorithm) && s.charged === 0 && s.chargedAt === undefined,
+      (s) =>
+        ALGORITHM_DEFINITIONS[s.request.algorithm].usesBurst &&
+        s.charged === 0 &&
+        s.chargedAt === undefined,
     );
     if (buckets.length > 0) await this.chargeBuckets(buckets);
+    const inBuckets = new Set(buckets);
     await inBatches([...fallback.lockoutsOwed()], async (lockout) => {
       await bounded(this.port.lock(lockout), this.callMs, 'a fallback lockout');
       lockout.written = true;
     });
     // Newest first: the spends of the window under way are the ones that Redis's own decisions,
     // made again from now on, must see (a spend of a window over by now weighs on nothing).
-    const rest = owing.filter((s) => !buckets.includes(s)).reverse();
+    const rest = owing.filter((s) => !inBuckets.has(s)).reverse();
     await inBatches(rest, async (spend) => {
       const from = spend.charged;
       const to = spend.units;
@@ -181,9 +179,9 @@ export class RedisFleet {
 
   /**
    * Token-bucket and GCRA spends never charged yet: per policy and caller key, the backlog they
-   * leave together now (a queue drained at each limit's rate, spends in time order; whole tokens,
-   * rounded up), charged as one spend made now; each then stands charged there, for a later
-   * refund or adjustment to go to.
+   * left together at the latest one's instant (a queue drained at each limit's rate, spends in
+   * time order; whole tokens, rounded up), charged as one spend made then (the bucket drains it to
+   * the present); each then stands charged there, for a later refund or adjustment to go to.
    */
   private async chargeBuckets(spends: readonly FallbackSpend[]): Promise<void> {
     const now = this.clock();
@@ -238,9 +236,6 @@ export class RedisFleet {
     }
   }
 }
-
-/** The algorithms whose spends drain as a queue (a bucket). */
-const BUCKETS: ReadonlySet<string> = new Set(['token-bucket', 'gcra']);
 
 /**
  * What spends (in time order) leave in a bucket of `rule` at `now`, in whole tokens (rounded up):
