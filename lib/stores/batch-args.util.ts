@@ -1,6 +1,6 @@
 import { ALGORITHM_DEFINITIONS } from '../core/algorithms/algorithm.registry';
 import { costArg, rulesArg } from './script-reply.util';
-import { outcomeKey, pushStorageKeysWithLedgers } from './storage-key.util';
+import { pushStorageKeysWithLedgers } from './storage-key.util';
 import type { SpendRequest, SpendResult } from './store.interface';
 
 /** A decision waiting for the next coalesced batch. */
@@ -19,20 +19,31 @@ export interface QueuedDecision {
 }
 
 /**
- * Whether a decision's script reads its spend id: every spend (an allowed one leaves an outcome
- * marker named after it, see lua/lib/outcome.lua), and an algorithm that keeps one entry per spend
- * (sliding-log, concurrency). A peek of another algorithm sends none (a batch leaves it out; a
- * lone decision sends '').
+ * Whether a lone decision's script reads its spend id: every spend (its run's field in the outcome
+ * hash is named after it, see lua/lib/outcome.lua), and an algorithm that keeps one entry per spend
+ * (sliding-log, concurrency). A peek of another algorithm sends '' instead.
  */
 export function sendsSpendId(request: SpendRequest, spend: boolean): boolean {
   return spend || ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds;
 }
 
 /**
+ * Whether a decision of a batch carries its spend id: a spend registered for its receipt's
+ * settlement, and an algorithm that keeps one entry per spend. The run's outcome markers need
+ * none (its spends are named by their place in the run).
+ */
+function batchSendsSpendId(request: SpendRequest, spend: boolean): boolean {
+  return (
+    (spend && request.settles === true) || ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds
+  );
+}
+
+/**
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
- * for a spend, or an algorithm that keeps spend ids: its spend id); and the run's outcome hash
- * (`marker`, the last key), when it has a spend with an id.
+ * for a spend settled by its receipt, or an algorithm that keeps spend ids: its spend id); and,
+ * when it has a spend with an id, the outcome hash (`hash`, the last key) with the run's field
+ * (`field`: its first spend's id and `*`) and the fields to delete (`done()`, read only then).
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
  * @param customClock whether a custom clock is used (each decision then carries its own reading)
@@ -43,7 +54,9 @@ export function batchCall(
   now: string,
   expiryOffsetMs: number,
   customClock: boolean,
-): { keys: string[]; args: Array<string | number>; marker: string | undefined } {
+  hash: string,
+  done: () => string,
+): { keys: string[]; args: Array<string | number>; field: string | undefined } {
   const keys: string[] = [];
   const args: Array<string | number> = [now, expiryOffsetMs, '', '', '', 0, 0];
   let earliestDeadline = Infinity;
@@ -54,8 +67,8 @@ export function batchCall(
   const decisions: Array<string | number> = [batch.length];
   let deadlines = '';
   let nows = '';
-  // The run's outcome hash, named after its first spend (see lua/lib/outcome.lua).
-  let marker: string | undefined;
+  // The run's field in the outcome hash, named after its first spend (see lua/lib/outcome.lua).
+  let field: string | undefined;
   for (let d = 0; d < batch.length; d++) {
     const { request, spend, spendId, deadline, now: decidedAt } = batch[d]!;
     pushStorageKeysWithLedgers(
@@ -66,10 +79,9 @@ export function batchCall(
       request.limits.length,
       request.block !== undefined,
     );
-    // Its own name ('#run' after the first spend's marker's): the first spend, decided again
-    // alone (late on the script's clock, in time for its caller), leaves its string marker there.
-    if (spend && spendId && marker === undefined)
-      marker = `${outcomeKey(prefix, request.keys[0]!, spendId)}#run`;
+    // Its own name ('*' after the first spend's id): the first spend, decided again alone (late
+    // on the script's clock, in time for its caller), has a field of its own named by its id.
+    if (spend && spendId && field === undefined) field = `${spendId}*`;
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
@@ -86,16 +98,19 @@ export function batchCall(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
       costArg(request, spend),
     );
-    if (sendsSpendId(request, spend)) decisions.push(spendId ?? '');
+    if (batchSendsSpendId(request, spend)) decisions.push(spendId ?? '');
   }
   if (earliestDeadline !== Infinity) {
     args[2] = earliestDeadline;
     args[3] = deadlines;
   }
   if (customClock) args[4] = nows;
-  args[5] = marker === undefined ? stride : -stride; // negative: the hash is the last key
+  args[5] = field === undefined ? stride : -stride; // negative: the hash is the last key
   args[6] = setCount;
   for (const value of decisions) args.push(value);
-  if (marker !== undefined) keys.push(marker);
-  return { keys, args, marker };
+  if (field !== undefined) {
+    keys.push(hash);
+    args.push(field, done());
+  }
+  return { keys, args, field };
 }

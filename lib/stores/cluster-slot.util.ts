@@ -29,3 +29,35 @@ export function clusterSlot(key: string): number {
     crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ byte) & 0xff]!;
   return crc % 16384;
 }
+
+let tags: string[] | undefined;
+
+/**
+ * A short text whose Cluster slot is `slot` (0–16383): put between `{` and `}`, it places a key of
+ * the library's own in that slot, beside the keys of the callers there. The table of all 16384 is
+ * found once, on first use (base-36 counting, ~170,000 CRCs).
+ *
+ * @example
+ * clusterSlot(`rl:{${slotTag(42)}}!x`) === 42; // true
+ */
+export function slotTag(slot: number): string {
+  if (tags === undefined) {
+    const found: string[] = new Array<string>(16384);
+    let left = 16384;
+    for (let i = 0; left > 0; i++) {
+      const text = i.toString(36);
+      let crc = 0;
+      for (let c = 0; c < text.length; c++)
+        crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ text.charCodeAt(c)) & 0xff]!;
+      const at = crc % 16384;
+      if (found[at] === undefined) {
+        found[at] = text;
+        left--;
+      }
+    }
+    tags = found;
+  }
+  const tag = tags[slot];
+  if (tag === undefined) throw new RangeError(`redlimit: no Cluster slot ${slot} (0–16383)`);
+  return tag;
+}

@@ -23,11 +23,22 @@ const PARALLEL = 64;
 /** The first wait before trying again while the store still fails, doubled up to the last. */
 const RETRY_MS = [100, 200, 400, 800, 1_600] as const;
 
+/** One decision of a run (a lone decision, or a coalesced batch), as it was sent. */
+export interface RunSpend {
+  readonly request: SpendRequest;
+  /** Whether it spends (a peek is not tracked). */
+  readonly spend: boolean;
+  /** Its spend id (a spend without one is not tracked). */
+  readonly spendId: string | undefined;
+  /** Its deadline on the script's clock, or undefined for none. */
+  readonly deadline: number | undefined;
+}
+
 /** A spend whose reply never came back: what settling it needs. */
 export interface LostSpend {
   /** The spend as it was sent. */
   readonly request: SpendRequest;
-  /** Its spend id: its outcome marker is named after it. */
+  /** Its spend id (the refund ledger records it: a spend is given back once). */
   readonly spendId: string;
   /** Its deadline on the script's clock, or '' for none: it cannot run after that. */
   readonly deadline: string;
@@ -35,8 +46,12 @@ export interface LostSpend {
   readonly deadlineAt: number;
   /** When Redis has forgotten its marker (monotonic ms): settling is not tried after that. */
   readonly forgetAt: number;
-  /** The coalesced run's outcome hash that holds its marker as a field, or undefined: a key of its own. */
-  readonly runMarker: string | undefined;
+  /** The outcome hash its run's field is in (see lua/lib/outcome.lua). */
+  readonly hash: string;
+  /** Its run's field there. */
+  readonly field: string;
+  /** Its place in the run (from 1): its entry in the field. */
+  readonly place: number;
 }
 
 /**
@@ -83,16 +98,25 @@ function isReply(error: Error): boolean {
   return false;
 }
 
-/** A spend sent and not answered yet. */
-interface InFlight {
-  readonly request: SpendRequest;
-  /** Its deadline on the script's clock, or undefined for none. */
-  readonly deadline: number | undefined;
-  /** Its caller's deadline (monotonic ms), or when it was sent if it has none. */
-  readonly deadlineAt: number;
-  /** See {@link LostSpend.runMarker}. */
-  readonly runMarker: string | undefined;
+/** A run sent and not answered yet, or with lost spends not settled yet. */
+interface Run {
+  readonly hash: string;
+  readonly field: string;
+  readonly spends: readonly RunSpend[];
+  /** When it was sent (monotonic ms): a spend without a deadline counts from then. */
+  readonly sentAt: number;
+  /** When its first spend not lost yet counts as lost if still unanswered (monotonic ms). */
+  dueAt: number;
+  /** Whether neither its reply nor its failure came yet. */
+  waiting: boolean;
+  /** Ids of its spends that were lost, or undefined for none. */
+  lost: Set<string> | undefined;
+  /** How many of them are not settled (or forgotten, or answered after all) yet. */
+  left: number;
 }
+
+/** Field names sent with one run to be deleted, at most (the rest go with the next). */
+const DONE_PER_RUN = 256;
 
 /**
  * How long after its caller's deadline an unanswered spend counts as lost (a slow reply that
@@ -101,24 +125,32 @@ interface InFlight {
 const OVERDUE_MS = 1_000;
 
 /**
- * Spends in flight, and those whose reply was lost, until they are settled.
+ * Runs in flight (a lone decision, or a coalesced batch: one script run each), and the spends whose
+ * reply was lost, until they are settled.
  *
- * A spend is lost when its call fails in a way that may have left it charged ({@link mayHaveRun}:
- * the connection went after the command may have been written), or when it is still unanswered
- * {@link OVERDUE_MS} after its caller's deadline (a client that drops the commands of a broken
- * connection never answers them). Once its deadline has passed (the spend can no longer run),
- * each is sent to `settle` (a refund in outcome mode: refunded if its outcome marker says it ran,
- * nothing if not: the number of states given back, -2 when there was no marker, -1 when Redis's
- * clock has not reached the deadline yet), again after a growing wait while the store fails,
- * until it is settled or Redis has forgotten its marker. A reply that comes after all takes it
- * off (the limiter refunds a late reply by its receipt; the refund ledger gives a spend back once
- * whichever comes first). One timer (never holding the process open) runs while any wait.
+ * A spend is lost when its run's call fails in a way that may have left it charged ({@link
+ * mayHaveRun}: the connection went after the command may have been written), or when it is still
+ * unanswered {@link OVERDUE_MS} after its caller's deadline (a client that drops the commands of a
+ * broken connection never answers them). Once its deadline has passed (the spend can no longer
+ * run), each is sent to `settle` (a refund in outcome mode: refunded if its entry in its run's
+ * field of the outcome hash says it ran allowed, nothing if not: the number of states given back,
+ * -2 when there was no entry, -1 when Redis's clock has not reached the deadline yet), again after
+ * a growing wait while the store fails, until it is settled or Redis has forgotten its marker. A
+ * reply that comes after all takes it off (the limiter refunds a late reply by its receipt; the
+ * refund ledger gives a spend back once whichever comes first). One timer (never holding the
+ * process open) runs while any wait.
+ *
+ * It also keeps the fields whose runs are over (answered with an allowed spend, or every lost spend
+ * settled), per outcome hash, for the store to send with its next run there ({@link takeDone}):
+ * the hash holds the runs in flight and little more.
  */
 export class LostReplies {
-  private readonly inFlight = new Map<string, InFlight>();
-  private readonly pending = new Map<string, LostSpend>();
+  private readonly runs = new Map<string, Run>();
+  private readonly pending = new Map<string, LostSpend & { readonly run: Run }>();
   /** Spends whose settlement was sent and is not answered yet. */
   private readonly settling = new Set<string>();
+  /** Per outcome hash, fields to delete. */
+  private readonly done = new Map<string, string[]>();
   private timer?: ReturnType<typeof setTimeout>;
   private timerAt = Infinity;
   private running = false;
@@ -141,38 +173,95 @@ export class LostReplies {
     };
   }
 
-  /** A spend was sent (again, for a spend sent once more: the same id). */
-  sent(
-    spendId: string,
-    request: SpendRequest,
-    deadline: number | undefined,
-    runMarker?: string,
-  ): void {
-    const deadlineAt = request.deadlineAt ?? monotonicNow();
-    this.inFlight.set(spendId, { request, deadline, deadlineAt, runMarker });
-    this.schedule(deadlineAt + OVERDUE_MS);
+  /**
+   * A run was sent (again, for a lone spend sent once more after its script ran late: the same
+   * field): its spends that spend and have an id are tracked until it is answered or fails.
+   */
+  sent(hash: string, field: string, spends: readonly RunSpend[]): void {
+    const sentAt = monotonicNow();
+    let dueAt = Infinity;
+    for (const { request, spend, spendId } of spends) {
+      if (!spend || spendId === undefined) continue;
+      const at = (request.deadlineAt ?? sentAt) + OVERDUE_MS;
+      if (at < dueAt) dueAt = at;
+    }
+    const run: Run = {
+      hash,
+      field,
+      spends,
+      sentAt,
+      dueAt,
+      waiting: true,
+      lost: undefined,
+      left: 0,
+    };
+    this.runs.set(field, run);
+    this.schedule(dueAt);
   }
 
   /**
-   * A spend was answered (or failed without having run): nothing to settle. Returns false when
-   * its settlement was sent already (an unanswered spend counts as lost {@link OVERDUE_MS} after
-   * its caller's deadline, or at once without one): it gives the spend back, so the answer must
-   * not be taken as allowed.
+   * A run was answered. Returns the ids of its spends whose settlement was sent already (an
+   * unanswered spend counts as lost {@link OVERDUE_MS} after its caller's deadline): it gives
+   * them back, so their answers must not be taken as allowed; undefined when there are none.
    */
-  answered(spendId: string): boolean {
-    if (this.inFlight.delete(spendId)) return true;
-    // (being settled, it stays to be settled: tried again if that settlement fails)
-    if (this.settling.has(spendId)) return false;
-    this.pending.delete(spendId);
-    return true;
+  answered(field: string): ReadonlySet<string> | undefined {
+    const run = this.runs.get(field);
+    if (run === undefined) return undefined;
+    if (run.lost === undefined) {
+      this.runs.delete(field);
+      return undefined;
+    }
+    run.waiting = false;
+    let settled: Set<string> | undefined;
+    for (const spendId of run.lost) {
+      // (being settled, it stays to be settled: tried again if that settlement fails)
+      if (this.settling.has(spendId)) (settled ??= new Set()).add(spendId);
+      else if (this.pending.has(spendId)) this.finish(spendId);
+    }
+    this.close(run);
+    return settled;
   }
 
-  /** A spend's call failed: lost if it may have run, else answered. */
-  failed(spendId: string, error: unknown): void {
-    const flight = this.inFlight.get(spendId);
-    if (flight === undefined) return;
-    this.inFlight.delete(spendId);
-    if (mayHaveRun(error)) this.lose(spendId, flight);
+  /** A run's call failed: its spends are lost if it may have run, else answered. */
+  failed(field: string, error: unknown): void {
+    const run = this.runs.get(field);
+    if (run === undefined || !run.waiting) return;
+    run.waiting = false;
+    if (mayHaveRun(error)) {
+      for (const spend of run.spends) {
+        if (spend.spend && spend.spendId !== undefined && !run.lost?.has(spend.spendId)) {
+          this.lose(run, spend);
+        }
+      }
+    }
+    this.close(run);
+  }
+
+  /** A run's field to delete from `hash` (its reply came, and it allowed a spend). */
+  prune(hash: string, field: string): void {
+    const fields = this.done.get(hash);
+    if (fields === undefined) this.done.set(hash, [field]);
+    else fields.push(field);
+  }
+
+  /** Fields taken with {@link takeDone} for a run that failed: sent with a later one. */
+  giveBack(hash: string, done: string): void {
+    if (done === '') return;
+    for (const field of done.split(',')) this.prune(hash, field);
+  }
+
+  /**
+   * The fields to delete from `hash`, comma-separated ('' for none), taken off the list: sent with
+   * the next run there (see lua/lib/outcome.lua). Give them back ({@link prune}) if that run fails.
+   */
+  takeDone(hash: string): string {
+    const fields = this.done.get(hash);
+    if (fields === undefined) return '';
+    if (fields.length <= DONE_PER_RUN) {
+      this.done.delete(hash);
+      return fields.join(',');
+    }
+    return fields.splice(0, DONE_PER_RUN).join(',');
   }
 
   /** Settles every lost spend due now (resolves when done; for tests and shutdown). */
@@ -181,26 +270,50 @@ export class LostReplies {
     await this.pass();
   }
 
-  private lose(spendId: string, { request, deadline, deadlineAt, runMarker }: InFlight): void {
+  private lose(run: Run, { request, spendId, deadline }: RunSpend): void {
     if (this.pending.size >= MAX_LOST_SPENDS) {
       const oldest = this.pending.keys().next().value as string;
-      this.pending.delete(oldest);
+      this.finish(oldest);
       this.forgotten++;
     }
-    this.pending.set(spendId, {
+    const deadlineAt = request.deadlineAt ?? run.sentAt;
+    const id = spendId!;
+    this.pending.set(id, {
       request,
-      spendId,
+      spendId: id,
       deadline: deadline === undefined ? '' : String(deadline),
       deadlineAt,
       // (the marker is kept from the script's run, before this: a margin)
       forgetAt: monotonicNow() + OUTCOME_KEEP_MS - 1_000,
-      runMarker,
+      hash: run.hash,
+      field: run.field,
+      place: run.spends.findIndex((s) => s.spendId === id) + 1,
+      run,
     });
+    (run.lost ??= new Set()).add(id);
+    run.left++;
     this.schedule(deadlineAt);
+  }
+
+  /** A lost spend is done with (settled, forgotten, or answered after all). */
+  private finish(spendId: string): void {
+    const spend = this.pending.get(spendId);
+    if (spend === undefined) return;
+    this.pending.delete(spendId);
+    spend.run.left--;
+    this.close(spend.run);
+  }
+
+  /** Forgets a run once it is answered (or failed) and its lost spends are done: its field goes. */
+  private close(run: Run): void {
+    if (run.waiting || run.left > 0 || this.runs.get(run.field) !== run) return;
+    this.runs.delete(run.field);
+    if (run.lost !== undefined) this.prune(run.hash, run.field);
   }
 
   /** Arms the timer for `at` (monotonic ms) unless it fires earlier already. */
   private schedule(at: number): void {
+    if (at === Infinity) return;
     if (this.running) {
       this.wantedAt = Math.min(this.wantedAt, at); // the pass under way schedules it
       return;
@@ -225,6 +338,28 @@ export class LostReplies {
     this.timerAt = Infinity;
   }
 
+  /** Spends of waiting runs that are overdue now are lost; returns when the next one will be. */
+  private overdue(now: number): number {
+    let next = Infinity;
+    for (const run of this.runs.values()) {
+      if (!run.waiting || run.dueAt === Infinity) continue;
+      if (now < run.dueAt) {
+        next = Math.min(next, run.dueAt);
+        continue;
+      }
+      let dueAt = Infinity;
+      for (const spend of run.spends) {
+        if (!spend.spend || spend.spendId === undefined || run.lost?.has(spend.spendId)) continue;
+        const at = (spend.request.deadlineAt ?? run.sentAt) + OVERDUE_MS;
+        if (now >= at) this.lose(run, spend);
+        else dueAt = Math.min(dueAt, at);
+      }
+      run.dueAt = dueAt;
+      next = Math.min(next, dueAt);
+    }
+    return next;
+  }
+
   private async pass(): Promise<void> {
     if (this.running) return;
     this.running = true;
@@ -232,18 +367,11 @@ export class LostReplies {
     let next = Infinity;
     try {
       let now = monotonicNow();
-      for (const [spendId, flight] of this.inFlight) {
-        if (now >= flight.deadlineAt + OVERDUE_MS) {
-          this.inFlight.delete(spendId);
-          this.lose(spendId, flight);
-        } else {
-          next = Math.min(next, flight.deadlineAt + OVERDUE_MS);
-        }
-      }
+      next = this.overdue(now);
       const due: LostSpend[] = [];
       for (const spend of this.pending.values()) {
         if (now >= spend.forgetAt) {
-          this.pending.delete(spend.spendId);
+          this.finish(spend.spendId);
           this.forgotten++;
         } else if (now < spend.deadlineAt) {
           next = Math.min(next, spend.deadlineAt);
@@ -254,7 +382,7 @@ export class LostReplies {
       for (let i = 0; i < due.length && !failed; i += PARALLEL) {
         const part = due.slice(i, i + PARALLEL);
         for (const spend of part) this.settling.add(spend.spendId);
-        // Bounded (see `bounded`): a settlement sent again gives nothing more back (its marker
+        // Bounded (see `bounded`): a settlement sent again gives nothing more back (its entry
         // goes with the first that finds it).
         const outcomes = await Promise.allSettled(
           part.map((spend) =>
@@ -269,7 +397,7 @@ export class LostReplies {
           if (outcome.status === 'rejected') {
             failed = true;
           } else if (outcome.value !== -1) {
-            this.pending.delete(spend.spendId);
+            this.finish(spend.spendId);
             if (outcome.value === -2) this.notRun++;
             else this.refunded++;
           } else {
@@ -288,7 +416,7 @@ export class LostReplies {
     } else {
       this.failures = 0;
     }
-    if (this.pending.size > 0 || this.inFlight.size > 0) {
+    if (this.pending.size > 0 || next !== Infinity) {
       this.schedule(next === Infinity ? monotonicNow() + RETRY_MS[0] : next);
     }
   }

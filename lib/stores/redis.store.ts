@@ -16,7 +16,7 @@ import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
 import type { ScriptId } from './scripts';
-import { nextSpendId } from './spend-id.util';
+import { nextSpendId, processSpendTag } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import {
   costArg,
@@ -34,6 +34,7 @@ import {
   ledgerKey,
   epochKey,
   fleetKey,
+  outcomeHashKey,
   outcomeKey,
   storageKeysWithLedgers,
 } from './storage-key.util';
@@ -178,6 +179,9 @@ export class RedisStore implements Store {
   private readonly stacks: StackRuns;
   /** Spends whose reply was lost with the connection, until they are settled. */
   private readonly lost = new LostReplies((spend) => this.settleLost(spend));
+  /** The outcome hash off Cluster, and on Cluster by slot (see {@link outcomeHash}). */
+  private loneHash?: string;
+  private readonly slotHashes: string[] = [];
   /** The fleet of processes on this prefix and the fallback of `failMode: 'memory'`. */
   private readonly fleetState: RedisFleet;
 
@@ -597,8 +601,6 @@ export class RedisStore implements Store {
       request.limits.length,
       request.block !== undefined,
     );
-    if (spend && spendId !== undefined)
-      keys.push(outcomeKey(this.prefix, request.keys[0]!, spendId));
     const deadline = spend ? this.deadlineOnScriptClock(request.deadlineAt) : undefined;
     const args: Array<string | number> = [
       this.now(),
@@ -609,17 +611,30 @@ export class RedisStore implements Store {
       deadline ?? '',
       rulesArg(request),
     ];
+    // A spend is a run of one: its field in the outcome hash is its spend id (lua/lib/outcome.lua).
+    const hash = spend && spendId !== undefined ? this.outcomeHash(keys[0]!) : undefined;
+    let done = '';
+    if (hash !== undefined) {
+      keys.push(hash);
+      done = this.lost.takeDone(hash);
+      args.push(done);
+      this.lost.sent(hash, spendId!, [{ request, spend, spendId, deadline }]);
+    }
     const sentAt = monotonicNow();
-    const tracked = spend && spendId !== undefined;
-    if (tracked) this.lost.sent(spendId, request, deadline);
     let reply: number[];
     try {
       reply = (await this.run(CONSUME_SCRIPTS[request.algorithm], keys, args)) as number[];
     } catch (error) {
-      if (tracked) this.lost.failed(spendId, error);
+      if (hash !== undefined) {
+        this.lost.failed(spendId!, error);
+        this.lost.giveBack(hash, done);
+      }
       throw error;
     }
-    if (tracked && !this.lost.answered(spendId)) throw settledMeanwhile();
+    if (hash !== undefined) {
+      if (this.lost.answered(spendId!) !== undefined) throw settledMeanwhile();
+      if (reply[1] !== -1 && (reply[1]! & 1) === 1) this.lost.prune(hash, spendId!);
+    }
     if (this.fleetState.owed) this.fleetState.kick(); // Redis answers again: charge it at once
     const receivedAt = monotonicNow();
     if (!this.clock) this.redisClock.observe(sentAt, receivedAt, reply[0]!);
@@ -661,16 +676,18 @@ export class RedisStore implements Store {
     }
     // On a custom clock each decision carries the reading it was made at (checked then): the
     // batch reads the clock no more, so a bad reading fails only the call that made it.
-    const { keys, args, marker } = batchCall(
+    const hash = this.outcomeHash(batch[0]!.slot);
+    let done = '';
+    const { keys, args, field } = batchCall(
       batch,
       this.prefix,
       this.clock ? batch[0]!.now : '',
       this.expiryOffsetMs,
       this.clock !== undefined,
+      hash,
+      () => (done = this.lost.takeDone(hash)),
     );
-    for (const { request, spend, spendId, deadline } of batch) {
-      if (spend && spendId !== undefined) this.lost.sent(spendId, request, deadline, marker);
-    }
+    if (field !== undefined) this.lost.sent(hash, field, batch);
     const sentAt = monotonicNow();
     this.batches.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
       (reply) => {
@@ -678,15 +695,33 @@ export class RedisStore implements Store {
         const receivedAt = monotonicNow();
         if (!this.clock) this.redisClock.observe(sentAt, receivedAt, values[0]!);
         const cursor: ReplyCursor = { next: 1 };
-        for (const queued of batch) this.settleQueued(queued, values, cursor, receivedAt);
+        const late = field === undefined ? undefined : this.lost.answered(field);
+        let allowed = false;
+        for (const queued of batch) {
+          if (this.settleQueued(queued, values, cursor, receivedAt, late)) allowed = true;
+        }
+        // Its field goes with the next run there (with lost spends, once they are settled).
+        if (allowed && field !== undefined && late === undefined) this.lost.prune(hash, field);
       },
       (error: unknown) => {
-        for (const { spend, spendId, reject } of batch) {
-          if (spend && spendId !== undefined) this.lost.failed(spendId, error);
-          reject(error);
+        if (field !== undefined) {
+          this.lost.failed(field, error);
+          this.lost.giveBack(hash, done);
         }
+        for (const { reject } of batch) reject(error);
       },
     );
+  }
+
+  /**
+   * This process's outcome hash in the slot of `key` (a stored key, or a slot number; -1 off
+   * Cluster): see lua/lib/outcome.lua.
+   */
+  private outcomeHash(key: string | number): string {
+    if (!this.cluster)
+      return (this.loneHash ??= outcomeHashKey(this.prefix, -1, processSpendTag()));
+    const slot = typeof key === 'number' ? key : clusterSlot(key);
+    return (this.slotHashes[slot] ??= outcomeHashKey(this.prefix, slot, processSpendTag()));
   }
 
   /**
@@ -722,7 +757,7 @@ export class RedisStore implements Store {
       request.policy,
       request.limits.length,
     );
-    keys.push(spend.runMarker ?? outcomeKey(this.prefix, request.keys[0]!, spendId));
+    keys.push(spend.hash);
     const slot = this.cluster ? clusterSlot(keys[0]!) : -1;
     return this.gate.inOrder(undefined, () =>
       this.stacks.whenSlotsFree([[slot, undefined]], async () => {
@@ -730,7 +765,7 @@ export class RedisStore implements Store {
           this.now(),
           this.expiryOffsetMs,
           request.cost,
-          `${spend.runMarker === undefined ? 'outcome:' : 'outcome#'}${spend.deadline}`,
+          `outcome:${spend.deadline}/${spend.place}/${spend.field}`,
           spendId,
           stateLifetimeMs(request.algorithm, request.limits),
           ...limitArgs(request),
@@ -742,16 +777,18 @@ export class RedisStore implements Store {
 
   /**
    * Hands one decision of a batch its answer (from `reply[cursor.next]` on), as {@link decide}
-   * would, and moves the cursor past it.
+   * would, and moves the cursor past it; `late`: the run's spends whose settlement as lost was sent
+   * already. Returns whether it was allowed a spend.
    */
   private settleQueued(
     queued: QueuedDecision,
     reply: number[],
     cursor: ReplyCursor,
     receivedAt: number,
-  ): void {
+    late: ReadonlySet<string> | undefined,
+  ): boolean {
     const { request, spend, spendId, slot, resolve, reject } = queued;
-    const settled = spend && spendId !== undefined && !this.lost.answered(spendId);
+    const settled = late !== undefined && spendId !== undefined && late.has(spendId);
     if (this.fleetState.owed) this.fleetState.kick(); // Redis answers again: charge it at once
     const at = cursor.next;
     const status = reply[at];
@@ -759,21 +796,22 @@ export class RedisStore implements Store {
     if (status === -2) {
       // This decision's script error (it wrote nothing); the others in the batch stand.
       reject(explainedError(new Error(String(reply[at + 1]))));
-      return;
+      return false;
     }
     if (status === -1) {
       try {
         this.lateReply(request.deadlineAt, receivedAt, false);
       } catch (error) {
         reject(error);
-        return;
+        return false;
       }
       this.batches.counted(slot, this.decide(request, spend, spendId, true)).then(resolve, reject);
-      return;
+      return false;
     }
     const result = toResult(reply, at, reply[0]!, request, spendId, cursor);
     if (settled) reject(settledMeanwhile());
     else resolve(result);
+    return result.allowed;
   }
 
   /**

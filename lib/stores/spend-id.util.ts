@@ -32,3 +32,8 @@ export function spendSequence(spendId: string, tag: string = processTag): number
   const sequence = parseInt(spendId.slice(tag.length), 36);
   return Number.isSafeInteger(sequence) ? sequence : undefined;
 }
+
+/** This process's tag: the start of every spend id it issues with the default tag. */
+export function processSpendTag(): string {
+  return processTag;
+}

@@ -1,3 +1,4 @@
+import { slotTag } from './cluster-slot.util';
 import { createHash } from 'node:crypto';
 
 /** Caller keys longer than this are stored as their SHA-256, so stored key length stays bounded. */
@@ -77,14 +78,27 @@ export function fleetKey(prefix: string): string {
 }
 
 /**
- * The outcome marker of one spend (see lua/lib/outcome.lua): the first caller key's hash tag (same
- * slot as the spend's keys), then `!` and the spend id. No other stored key has `}!`.
+ * A key named after one spend, in the slot of the spend's keys: the first caller key's hash tag,
+ * then `!` and the spend id (the fleet fallback's charge markers add `:charged`). No limiter
+ * state key has `}!`.
  *
  * @example
  * outcomeKey('rl:', 'ip:203.0.113.7', 'x1Yz9a2b3'); // 'rl:{ip:203.0.113.7}!x1Yz9a2b3'
  */
 export function outcomeKey(prefix: string, key: string, spendId: string): string {
   return `${prefix}{${hashTag(key)}}!${spendId}`;
+}
+
+/**
+ * The outcome hash one process keeps in one Cluster slot (`slot`, or -1 off Cluster) for its
+ * spends' outcome markers (see lua/lib/outcome.lua): a tag in that slot, then `!` and the
+ * process's spend id tag.
+ *
+ * @example
+ * outcomeHashKey('rl:', -1, 'AbCdEfGh'); // 'rl:{}!AbCdEfGh'
+ */
+export function outcomeHashKey(prefix: string, slot: number, processTag: string): string {
+  return `${prefix}{${slot < 0 ? '' : slotTag(slot)}}!${processTag}`;
 }
 
 function hashTag(key: string): string {

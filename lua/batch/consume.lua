@@ -6,25 +6,26 @@ One script run and one TIME reading for all of them: observably the same as sepa
 that order, at the same instant.
 
 KEYS   decision after decision; within one, as in lib/consume-frame.lua (state keys, ledgers,
-       lockout states for a policy with a lockout), without the spends' outcome markers; then, when
-       the run has a spend with an id, the run's outcome hash (see lib/outcome.lua)
+       lockout states for a policy with a lockout); then, when the run marks its spends, the
+       process's outcome hash for the slot (see lib/outcome.lua)
 ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [2] expiry offset: ms added to absolute expiries (0 on the Redis clock)
        [3] the earliest deadline of the decisions, or '' for none
        [4] each decision's deadline or '', comma-separated (read only when the batch runs after
            the earliest, or on a custom clock)
        [5] on a custom clock, each decision's now when it was made, comma-separated; else ''
-       [6] M: more than any decision's key count; negative (-M) when the run's outcome hash follows
-           the decisions' keys
+       [6] M: more than any decision's key count; negative (-M) when the run marks its spends (the
+           outcome hash follows the decisions' keys, and the last two ARGV are the run's field and
+           the fields of earlier runs to delete, comma-separated, or '')
        [7] R: number of rule sets (policies) the decisions refer to; then per rule set, from
            position j (8 for the first): [j] algorithm, [j+1] its limits ('L;limit,window,burst;…',
            see readRules in lib/decide.lua); the next starts at j+2
        then D, the number of decisions; then per decision: ((set - 1) × M + K) × 2 + mode (1
            spend, 0 peek), with `set` its rule set (1-based) and K its key count; its cost ('cost:
-           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for a
-           spend, or an algorithm whose model has `ids` (sliding-log, concurrency: see
-           lib/models.lua), its spend id (an allowed spend has a field of the run's outcome hash
-           named after it: see lib/outcome.lua)
+           lifetime' for a spend that will be settled, see readCost in lib/decide.lua); and, for
+           such a spend, or an algorithm whose model has `ids` (sliding-log, concurrency: see
+           lib/models.lua), its spend id
+       then, when M is negative, the run's field and the fields to delete (see [6])
 Return the batch's clock reading, then each decision as writeDecision in lib/decide.lua writes it
        (its instant decided at is there when it is not the batch's reading); a decision whose
        deadline had passed answers -1 alone (and wrote nothing; a copy of a spend already made is
@@ -36,18 +37,19 @@ Return the batch's clock reading, then each decision as writeDecision in lib/dec
 
 --#include lib/decide.lua
 
+-- The run's field in the outcome hash, or false when the run marks nothing.
+local runField
+
 -- One decision, as lib/consume-frame.lua makes it, answered from reply[n + 1] on; returns the index
 -- of its last value.
-local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife, runMarker, copyRun)
+local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settleLife, d, prior)
   local late = deadline and deadline ~= '' and now > deadline + 0
   local model, rules = set.model, set.rules
   local limitCount = rules.count
   local clockNow = now
-  local marked_ = spend and spendId ~= '' and runMarker
   -- A copy of a spend already made is answered even past the deadline (see lib/consume-frame.lua).
-  if marked_ and copyRun then
-    local last = answerCopy(reply, n, ref, clockNow, rcall('HGET', runMarker, spendId), limitCount, keyCount,
-      rules.block)
+  if spend and prior then
+    local last = answerCopy(reply, n, ref, clockNow, prior, d, limitCount, keyCount, rules.block)
     if last then return last end
   end
   if late then
@@ -62,7 +64,7 @@ local function decide(reply, n, ref, base, set, spend, deadline, keyCount, settl
   local marked = allowed and spend and readMarks(base + keyCount * limitCount, keyCount)
   local resetAfter = settle(model, base, keyCount, limitCount, rules, allowed, spend, false)
   if allowed and spend and settleLife then register(base + keyCount * limitCount, keyCount, settleLife) end
-  if allowed and marked_ then noteRunOutcome(marked, keyCount, markValues, resetAfter) end
+  if allowed and spend and runField then noteOutcome(d, marked, keyCount, markValues) end
   if allowed then remaining = remaining - cost end
   return writeDecision(reply, n, ref, clockNow, allowed, remaining, binding, wait, refusing, resetAfter, limitCount,
     keyCount, marked, rules.block, blockedUntil)
@@ -83,11 +85,15 @@ local function main()
   local nows = customClock and split(ARGV[5])
   local stride = number(ARGV[6])
   -- A negative stride: the run marks its spends, in the hash that is the last key (see
-  -- lib/outcome.lua); finding it, the run is a copy of one already made.
-  local runMarker, copyRun = false, false
+  -- lib/outcome.lua); finding its field, the run is a copy of one already made.
+  local hash, prior = false, false
   if stride < 0 then
-    stride, runMarker = -stride, KEYS[#KEYS]
-    copyRun = rcall('EXISTS', runMarker) == 1
+    stride, hash, runField = -stride, KEYS[#KEYS], ARGV[#ARGV - 1]
+    pruneRuns(hash, ARGV[#ARGV])
+    prior = rcall('HGET', hash, runField)
+    beginRun(batchNow, prior)
+  else
+    runField = false
   end
   local sets = {}
   local j = 8
@@ -109,7 +115,7 @@ local function main()
     local settleLife
     cost, settleLife = readCost(ARGV[j + 2])
     j = j + 2
-    if set.ids or settleLife or spend then
+    if set.ids or settleLife then
       j = j + 1
       spendId = ARGV[j]
     else
@@ -117,7 +123,7 @@ local function main()
     end
     now = nows and tonumber(nows[d]) or batchNow
     local ok, last = pcall(decide, reply, n, batchNow, base, set, spend, deadlines and deadlines[d], keyCount,
-      settleLife, runMarker, copyRun)
+      settleLife, d, prior)
     if ok then
       n = last
     else
@@ -129,6 +135,6 @@ local function main()
     end
     base = base + keyCount * (set.rules.count + (set.rules.block and 2 or 1))
   end
-  if runMarker then writeRunOutcomes(runMarker, copyRun) end
+  if hash then writeRun(hash, runField, prior or nil) end
   return reply
 end

@@ -349,14 +349,15 @@ local function writeDecision(reply, n, ref, clockNow, allowed, remaining, bindin
 end
 
 --[[
-A spend sent again after its first copy was made (`prior`: what its outcome marker holds, see
-lib/outcome.lua): answers that spend as writeDecision would, allowed at its instant with its
-marks, remaining 0, writing nothing, and returns the index of its last value; nil when there is
-no marker (the spend is new).
+Decision `d` of a run sent again after its first copy was made (`prior`: the run's field, see
+lib/outcome.lua): when the spend has an entry there, answers it as writeDecision would, allowed at
+its instant with its marks, remaining 0, writing nothing, and returns the index of its last value;
+nil when it has none (the spend is new, or was refused: it is decided anew).
 ]]
-local function answerCopy(reply, n, ref, clockNow, prior, limitCount, keyCount, block)
+local function answerCopy(reply, n, ref, clockNow, prior, d, limitCount, keyCount, block)
   if not prior then return nil end
-  local marked
-  now, marked = readOutcome(prior, keyCount, markValues)
+  local at, marked = readOutcome(prior, d, keyCount, markValues)
+  if not at then return nil end
+  now = at
   return writeDecision(reply, n, ref, clockNow, true, 0, 1, 0, 0, 0, limitCount, keyCount, marked, block, 0)
 end

@@ -1,72 +1,95 @@
 --[[
-lib/outcome.lua: a spend's outcome marker, so that a spend whose reply never reached its caller
-(the connection was lost after the command was written) can be settled later, and a spend sent
-twice (a client that sends a command again after reconnecting) is charged once.
+lib/outcome.lua: spends' outcome markers, so that a spend whose reply never reached its caller (the
+connection was lost after the command was written) can be settled later, and a spend sent twice
+(a client that sends a command again after reconnecting) is charged once.
 
-Every allowed spend with a spend id leaves a marker: the string key `<prefix>{<tag>}!<spend id>`
-(declared in KEYS; the caller's first key's hash tag: same slot; no other key has `}!`), holding
-the instant the spend was decided at and, when a caller key had a reset mark, those marks ('at'
-or 'at,mark1,…,markK'), kept while the spend weighs and at most OUTCOME_KEEP_MS of real time. A consume that finds its own marker is a
-copy of a spend already made: it writes nothing and answers that spend (allowed, at its instant,
-with its marks; remaining 0). A refund in outcome mode (see lib/refund-frame.lua) reads the
-marker instead of a receipt: none means the spend never ran (or was settled, or is forgotten), and
-gives nothing back; else it takes the marker and refunds that spend, once.
+Markers are kept by run: a lone decision is a run of one, a coalesced batch (batch/consume.lua)
+is one run. Each process keeps one hash per Cluster slot, `<prefix>{<slot tag>}!<process tag>`
+(declared in KEYS, last; the slot tag is a short text in the decisions' slot; no other stored key
+has `}!`), with a field per run that allowed a spend, named by the caller (the run's first spend
+id: a lone run's is its spend id, a batch's has '*' after it), holding the instant the run was
+decided at, then per allowed spend `;<d>[@<at>][,<mark>…]`: d its place in the run (from 1), `at`
+when it was decided at another instant than the run's, and the caller keys' reset marks when any
+was set. One HSET for the run instead of a key per spend: a field of a hash that exists costs Redis
+a fraction of a key created and later expired. The hash is kept OUTCOME_KEEP_MS of real time after
+its latest write; the process deletes a run's field once its reply came (the field names come with
+its next run on that slot, ARGV as the frames say) and a settlement takes its spend's entry, so the
+hash holds the runs in flight and little more.
+
+A run that finds its field is a copy of a run already made: each spend with an entry writes nothing
+and is answered as made (allowed, at its instant, with its marks; remaining 0); the others are
+decided anew (they were refused or peeks: nothing was charged for them). A refund in outcome mode
+(see lib/refund-frame.lua) reads its spend's entry instead of a receipt: none means the spend never
+ran (or was refused, settled, or forgotten), and gives nothing back; else it takes the entry and
+refunds that spend, once.
 ]]
 local OUTCOME_KEEP_MS = 60000
 
--- Leaves the marker of the spend just made at `now` (marks: markValues of the K caller keys when
--- `marked`), kept while the spend weighs (`weighsMs`: until its keys hold nothing), at most
--- OUTCOME_KEEP_MS. Out of memory, Redis refuses it: the spend stands, unmarked (a lost reply then
--- stays charged, as before markers).
-local function outcomeValue(marked, keyCount, marks)
-  local value = string.format('%d', now)
+-- The entries of the run under way (allowed spends), and the instant its field is written with.
+local runEntries, runAt = {}, 0
+
+-- Starts a run decided at `at` (a copy continues its first copy's field: `prior`, that value).
+local function beginRun(at, prior)
+  runEntries = {}
+  runAt = prior and tonumber(string.match(prior, '^%d+')) or at
+end
+
+-- Notes the spend just allowed at `now`, decision `d` of the run (marks: markValues of its K
+-- caller keys when `marked`); writeRun writes them.
+local function noteOutcome(d, marked, keyCount, marks)
+  local entry = ';' .. d
+  if now ~= runAt then entry = entry .. '@' .. string.format('%d', now) end
   if marked then
-    for k = 1, keyCount do value = value .. ',' .. string.format('%d', marks[k]) end
+    for k = 1, keyCount do entry = entry .. ',' .. string.format('%d', marks[k]) end
   end
-  return value
+  runEntries[#runEntries + 1] = entry
 end
 
-local function markOutcome(marker, marked, keyCount, marks, weighsMs)
-  redis.pcall('SET', marker, outcomeValue(marked, keyCount, marks), 'PX',
-    math.max(1, math.min(OUTCOME_KEEP_MS, weighsMs)))
+-- Deletes from `hash` the fields of earlier runs whose replies came (`done`: comma-separated, or
+-- ''). First thing in a run, copy or late alike (a copy of a run carries the same names: deleting
+-- them again is nothing).
+local function pruneRuns(hash, done)
+  if done == '' then return end
+  local fields = {}
+  for name in string.gmatch(done, '[^,]+') do fields[#fields + 1] = name end
+  redis.pcall('HDEL', hash, unpack(fields))
 end
 
---[[
-A coalesced run (batch/consume.lua) marks its spends together, in one hash named after the run's
-first spend (`<prefix>{<tag>}!<spend id>#run`, the last key; all the run's keys share a slot): a field
-per allowed spend, named by its spend id, holding what a marker holds. One write for the run
-instead of one per spend. The run that finds its hash is a copy: each spend with a field is
-answered from it. A refund in outcome mode with '#' reads and takes that spend's field.
-]]
-local runFields, runKeep = {}, 0
-
--- Notes an allowed spend of the run (written by writeRunOutcomes).
-local function noteRunOutcome(marked, keyCount, marks, weighsMs)
-  runFields[#runFields + 1] = spendId
-  runFields[#runFields + 1] = outcomeValue(marked, keyCount, marks)
-  if weighsMs > runKeep then runKeep = weighsMs end
+-- Writes the run's field (after `prior`, the value a copy found) and keeps the hash
+-- OUTCOME_KEEP_MS more, when the run allowed a spend. Out of memory, Redis refuses it: the spends
+-- stand, unmarked (a lost reply then stays charged: a unit lost, never one created).
+local function writeRun(hash, field, prior)
+  if #runEntries == 0 then return end
+  local value = (prior or string.format('%d', runAt)) .. table.concat(runEntries)
+  redis.pcall('HSET', hash, field, value)
+  redis.pcall('PEXPIRE', hash, OUTCOME_KEEP_MS)
+  runEntries = {}
 end
 
--- Writes the run's hash (`copy`: it was there already: its expiry only grows).
-local function writeRunOutcomes(marker, copy)
-  if #runFields == 0 then return end
-  for first = 1, #runFields, 200 do
-    redis.pcall('HSET', marker, unpack(runFields, first, math.min(#runFields, first + 199)))
+-- Spend `d`'s entry in a run's field `value`: its instant, and its caller keys' reset marks into
+-- `marks` (k = 1..K; 0 when it holds none) with whether any was kept; nil when it has none.
+local function readOutcome(value, d, keyCount, marks)
+  local base = string.match(value, '^%d+')
+  for entry in string.gmatch(value, ';([^;]*)') do
+    local place, at, rest = string.match(entry, '^(%d+)@?(%d*)(.*)$')
+    if tonumber(place) == d then
+      local k, marked = 0, false
+      for mark in string.gmatch(rest, ',(%d+)') do
+        k = k + 1
+        marks[k], marked = tonumber(mark), true
+      end
+      for j = k + 1, keyCount do marks[j] = 0 end
+      return tonumber(at ~= '' and at or base), marked
+    end
   end
-  local keepMs = math.max(1, math.min(OUTCOME_KEEP_MS, runKeep))
-  if copy then redis.pcall('PEXPIRE', marker, keepMs, 'GT') else redis.pcall('PEXPIRE', marker, keepMs) end
-  runFields, runKeep = {}, 0
+  return nil
 end
 
--- Reads a marker's value into its instant and, into `marks` (k = 1..K), the caller keys' reset
--- marks (0 when it holds none); returns the instant and whether any mark was kept.
-local function readOutcome(value, keyCount, marks)
-  local at, rest = string.match(value, '^(%d+)(.*)$')
-  local k, marked = 0, false
-  for mark in string.gmatch(rest, ',(%d+)') do
-    k = k + 1
-    marks[k], marked = tonumber(mark), true
+-- A run's field `value` without spend `d`'s entry, or nil when no entry is left.
+local function withoutOutcome(value, d)
+  local kept = { string.match(value, '^%d+') }
+  for entry in string.gmatch(value, ';([^;]*)') do
+    if tonumber(string.match(entry, '^%d+')) ~= d then kept[#kept + 1] = ';' .. entry end
   end
-  for j = k + 1, keyCount do marks[j] = 0 end
-  return tonumber(at), marked
+  return #kept > 1 and table.concat(kept) or nil
 end

@@ -34,12 +34,12 @@ back; an adjustment is always recorded (so a copy of its receipt, or a later ref
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`; or 'outcome:<deadline>' ('outcome:' for none) to settle a spend
-           whose reply was lost: the spend's instant and marks are read from its outcome marker,
-           one more key after the ledgers (see lib/outcome.lua), and no marks follow the limits;
-           'outcome#<deadline>' for a spend of a coalesced run: its field of the run's hash.
-           Before the spend's deadline has passed on the script's clock it answers -1 (the spend
-           may still run) and changes nothing
+       [4] at: the spend's `now`; or 'outcome:<deadline>/<place>/<field>' (no deadline digits for
+           none) to settle a spend whose reply was lost: the spend's instant and marks are read
+           from its entry (its place in its run) in its run's field of the outcome hash, one more
+           key after the ledgers (see lib/outcome.lua), and no marks follow the limits. Before the
+           spend's deadline has passed on the script's clock it answers -1 (the spend may still
+           run) and changes nothing
        [5] spend id
        [6] the policy's lifetime ms (its longest state); negative for a compensation (not recorded)
        [7] L, then for l = 1..L: [5 + 3l] limit, [6 + 3l] window ms, [7 + 3l] burst
@@ -164,19 +164,22 @@ local function main()
   local limitCount = tonumber(ARGV[7])
   local at, keyCount
   local mode = string.sub(ARGV[4], 1, 8)
-  if mode == 'outcome:' or mode == 'outcome#' then
-    -- Outcome mode: the spend's reply never reached its caller. Its marker (the last key; with
-    -- '#', its field of a coalesced run's hash) says whether it ran, and at which instant with
-    -- which marks (see lib/outcome.lua).
-    local deadline = string.sub(ARGV[4], 9)
+  if mode == 'outcome:' then
+    -- Outcome mode: the spend's reply never reached its caller. Its entry in its run's field of
+    -- the outcome hash (the last key) says whether it ran allowed, and at which instant with which
+    -- marks (see lib/outcome.lua).
+    local deadline, place, field = string.match(ARGV[4], '^outcome:([^/]*)/(%d+)/(.+)$')
+    if not field then return redis.error_reply('redlimit: not an outcome settlement: ' .. ARGV[4]) end
     if deadline ~= '' and now <= deadline + 0 then return -1 end -- it may still run: not yet
-    local marker = KEYS[#KEYS]
-    local value
-    if mode == 'outcome#' then value = rcall('HGET', marker, spendId) else value = rcall('GET', marker) end
-    if not value then return -2 end -- it never ran (or is settled, or forgotten): nothing to give back
-    if mode == 'outcome#' then rcall('HDEL', marker, spendId) else rcall('DEL', marker) end
+    local hash = KEYS[#KEYS]
+    place = tonumber(place)
+    local value = rcall('HGET', hash, field)
     keyCount = (#KEYS - 1) / (limitCount + 1)
-    at = readOutcome(value, keyCount, receiptMarks)
+    at = value and readOutcome(value, place, keyCount, receiptMarks)
+    -- It never ran allowed (or is settled, or forgotten): nothing to give back.
+    if not at then return -2 end
+    local rest = withoutOutcome(value, place)
+    if rest then rcall('HSET', hash, field, rest) else rcall('HDEL', hash, field) end
   else
     local chargeMarker
     if string.sub(ARGV[4], 1, 9) == 'fallback:' then

@@ -50,7 +50,7 @@ describe('algorithm facts pinned from before the registry', () => {
     expect(accepting).toEqual(['token-bucket', 'gcra']);
   });
 
-  it('a coalesced spend carries its spend id (its outcome marker is named after it); a peek only for sliding-log and concurrency', () => {
+  it('a coalesced decision carries its spend id when its script reads it: sliding-log and concurrency, and a spend settled by its receipt; a run with a spend carries its field and the fields done', () => {
     const argsOf = (
       algorithm: Algorithm,
       settles: boolean,
@@ -74,17 +74,26 @@ describe('algorithm facts pinned from before the registry', () => {
         resolve: () => undefined,
         reject: () => undefined,
       } as QueuedDecision;
-      return batchCall([queued], 'rl:', '', 0, false).args;
+      return batchCall([queued], 'rl:', '', 0, false, 'rl:{}!tag', () => 'tag:1*,tag:2*').args;
     };
-    const carrying = POLICY_ALGORITHMS.filter((algorithm) =>
-      argsOf(algorithm, false, false).includes('tag:7'),
-    );
-    expect(carrying).toEqual(['sliding-log', 'concurrency']);
+    const carrying = (settles: boolean, spend: boolean) =>
+      POLICY_ALGORITHMS.filter((algorithm) =>
+        argsOf(algorithm, settles, spend)
+          .slice(0, spend ? -2 : undefined)
+          .includes('tag:7'),
+      );
+    expect(carrying(false, false)).toEqual(['sliding-log', 'concurrency']);
+    expect(carrying(false, true)).toEqual(['sliding-log', 'concurrency']);
+    expect(carrying(true, true)).toEqual(POLICY_ALGORITHMS);
     for (const algorithm of POLICY_ALGORITHMS) {
-      expect([algorithm, argsOf(algorithm, false).at(-1)]).toEqual([algorithm, 'tag:7']);
-    }
-    for (const algorithm of POLICY_ALGORITHMS) {
-      expect([algorithm, argsOf(algorithm, true).at(-1)]).toEqual([algorithm, 'tag:7']);
+      expect([algorithm, argsOf(algorithm, false).slice(-2)]).toEqual([
+        algorithm,
+        ['tag:7*', 'tag:1*,tag:2*'],
+      ]);
+      expect([algorithm, argsOf(algorithm, false, false).at(-2)]).not.toEqual([
+        algorithm,
+        'tag:7*',
+      ]);
     }
   });
 });
