@@ -15,6 +15,7 @@ const KEY_ARGS: Record<string, (args: string[]) => string[]> = {
   del: (a) => a,
   exists: (a) => a,
   hget: (a) => [a[0]!],
+  hdel: (a) => [a[0]!],
   hset: (a) => [a[0]!],
   hexists: (a) => [a[0]!],
   pexpire: (a) => [a[0]!],
