@@ -118,6 +118,16 @@ interface Run {
 /** Field names sent with one run to be deleted, at most (the rest go with the next). */
 const DONE_PER_RUN = 256;
 
+/** Field names are sent to be deleted once this many wait (or with a refresh). */
+const DONE_AT_ONCE = 16;
+
+/**
+ * How often a run asks Redis to keep its outcome hash longer (ms), while the process writes there:
+ * the hash is kept 80 s from then (`OUTCOME_KEEP_MS` in lua/lib/outcome.lua), so a field is kept
+ * at least 60 s ({@link OUTCOME_KEEP_MS}) after its write.
+ */
+const REFRESH_MS = 20_000;
+
 /**
  * How long after its caller's deadline an unanswered spend counts as lost (a slow reply that
  * comes later is refunded by the limiter as a late reply; one that never comes is settled here).
@@ -151,6 +161,8 @@ export class LostReplies {
   private readonly settling = new Set<string>();
   /** Per outcome hash, fields to delete. */
   private readonly done = new Map<string, string[]>();
+  /** Per outcome hash, when a run last asked for it to be kept longer (monotonic ms). */
+  private readonly refreshedAt = new Map<string, number>();
   private timer?: ReturnType<typeof setTimeout>;
   private timerAt = Infinity;
   private running = false;
@@ -247,21 +259,34 @@ export class LostReplies {
   /** Fields taken with {@link takeDone} for a run that failed: sent with a later one. */
   giveBack(hash: string, done: string): void {
     if (done === '') return;
-    for (const field of done.split(',')) this.prune(hash, field);
+    if (done.startsWith('+')) {
+      this.refreshedAt.delete(hash); // (the refresh may not have been made)
+      done = done.slice(1);
+    }
+    for (const field of done.split(',')) if (field !== '') this.prune(hash, field);
   }
 
   /**
-   * The fields to delete from `hash`, comma-separated ('' for none), taken off the list: sent with
-   * the next run there (see lua/lib/outcome.lua). Give them back ({@link prune}) if that run fails.
+   * What the next run on `hash` sends (see lua/lib/outcome.lua), taken off the lists: '+' when
+   * the hash is due to be kept longer ({@link REFRESH_MS}), then the fields to delete,
+   * comma-separated, once {@link DONE_AT_ONCE} wait (or with the refresh); '' for nothing. Give it
+   * back ({@link giveBack}) if that run fails.
    */
   takeDone(hash: string): string {
+    const now = monotonicNow();
+    const refresh = now - (this.refreshedAt.get(hash) ?? -Infinity) >= REFRESH_MS;
+    if (refresh) this.refreshedAt.set(hash, now);
     const fields = this.done.get(hash);
-    if (fields === undefined) return '';
-    if (fields.length <= DONE_PER_RUN) {
-      this.done.delete(hash);
-      return fields.join(',');
+    let names = '';
+    if (fields !== undefined && (refresh || fields.length >= DONE_AT_ONCE)) {
+      if (fields.length <= DONE_PER_RUN) {
+        this.done.delete(hash);
+        names = fields.join(',');
+      } else {
+        names = fields.splice(0, DONE_PER_RUN).join(',');
+      }
     }
-    return fields.splice(0, DONE_PER_RUN).join(',');
+    return refresh ? `+${names}` : names;
   }
 
   /** Settles every lost spend due now (resolves when done; for tests and shutdown). */
@@ -355,6 +380,9 @@ export class LostReplies {
         else dueAt = Math.min(dueAt, at);
       }
       run.dueAt = dueAt;
+      // Every spend of it lost: its client may never answer it (ioredis drops the commands of a
+      // broken connection it does not send again): it is forgotten once they are settled.
+      if (dueAt === Infinity) run.waiting = false;
       next = Math.min(next, dueAt);
     }
     return next;
@@ -380,7 +408,8 @@ export class LostReplies {
         }
       }
       for (let i = 0; i < due.length && !failed; i += PARALLEL) {
-        const part = due.slice(i, i + PARALLEL);
+        // (one answered while an earlier part was settled is not settled: it is off `pending`)
+        const part = due.slice(i, i + PARALLEL).filter((spend) => this.pending.has(spend.spendId));
         for (const spend of part) this.settling.add(spend.spendId);
         // Bounded (see `bounded`): a settlement sent again gives nothing more back (its entry
         // goes with the first that finds it).
@@ -391,7 +420,7 @@ export class LostReplies {
         );
         now = monotonicNow();
         outcomes.forEach((outcome, j) => {
-          const spend = due[i + j]!;
+          const spend = part[j]!;
           this.settling.delete(spend.spendId);
           if (!this.pending.has(spend.spendId)) return; // answered meanwhile
           if (outcome.status === 'rejected') {

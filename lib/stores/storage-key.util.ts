@@ -1,4 +1,4 @@
-import { slotTag } from './cluster-slot.util';
+import { clusterSlot, slotTag } from './cluster-slot.util';
 import { createHash } from 'node:crypto';
 
 /** Caller keys longer than this are stored as their SHA-256, so stored key length stays bounded. */
@@ -98,7 +98,16 @@ export function outcomeKey(prefix: string, key: string, spendId: string): string
  * outcomeHashKey('rl:', -1, 'AbCdEfGh'); // 'rl:{}!AbCdEfGh'
  */
 export function outcomeHashKey(prefix: string, slot: number, processTag: string): string {
-  return `${prefix}{${slot < 0 ? '' : slotTag(slot)}}!${processTag}`;
+  if (slot < 0) return `${prefix}{}!${processTag}`;
+  const key = `${prefix}{${slotTag(slot)}}!${processTag}`;
+  if (!prefix.includes('{') || clusterSlot(key) === slot) return key;
+  // A `{` in the prefix moves the hash tag of every key, this one's too: a tag is searched for
+  // that puts it in `slot` all the same (about 16,384 tries, once per slot).
+  for (let i = 0; i < 1 << 22; i++) {
+    const found = `${prefix}{${i.toString(36)}}!${processTag}`;
+    if (clusterSlot(found) === slot) return found;
+  }
+  throw new Error(`redlimit: no outcome hash in Cluster slot ${slot} with prefix ${prefix}`);
 }
 
 function hashTag(key: string): string {

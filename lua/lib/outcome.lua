@@ -10,20 +10,15 @@ has `}!`), with a field per run that allowed a spend, named by the caller (the r
 id: a lone run's is its spend id, a batch's has '*' after it), holding the instant the run was
 decided at, then per allowed spend `;<d>[@<at>][,<mark>…]`: d its place in the run (from 1), `at`
 when it was decided at another instant than the run's, and the caller keys' reset marks when any
-was set. One HSET for the run instead of a key per spend: a field of a hash that exists costs Redis
-a fraction of a key created and later expired. The hash is kept OUTCOME_KEEP_MS of real time after
-its latest write; the process deletes a run's field once its reply came (the field names come with
-its next run on that slot, ARGV as the frames say) and a settlement takes its spend's entry, so the
-hash holds the runs in flight and little more.
-
-A run that finds its field is a copy of a run already made: each spend with an entry writes nothing
-and is answered as made (allowed, at its instant, with its marks; remaining 0); the others are
-decided anew (they were refused or peeks: nothing was charged for them). A refund in outcome mode
-(see lib/refund-frame.lua) reads its spend's entry instead of a receipt: none means the spend never
-ran (or was refused, settled, or forgotten), and gives nothing back; else it takes the entry and
-refunds that spend, once.
+was set; and a field `~` (empty) while the hash exists. A run that allowed a spend writes its field
+with one HSET (a field of a hash that exists costs Redis a fraction of a key created and later
+expired); the hash is kept OUTCOME_KEEP_MS of real time from when it was created (HSET added `~`
+too) or refreshed (the caller asks for it at least every 20 s while it writes there: every field
+is kept at least 60 s after its write). The process deletes a run's field once its reply came (the
+field names come, sixteen or more at a time, with a later run on that slot), and a settlement
+takes its spend's entry, so the hash holds the runs in flight and little more.
 ]]
-local OUTCOME_KEEP_MS = 60000
+local OUTCOME_KEEP_MS = 80000
 
 -- The entries of the run under way (allowed spends), and the instant its field is written with.
 local runEntries, runAt = {}, 0
@@ -45,24 +40,34 @@ local function noteOutcome(d, marked, keyCount, marks)
   runEntries[#runEntries + 1] = entry
 end
 
--- Deletes from `hash` the fields of earlier runs whose replies came (`done`: comma-separated, or
+-- Deletes from `hash` the fields of earlier runs whose replies came, and returns whether to keep
+-- the hash OUTCOME_KEEP_MS more (`done`: the fields comma-separated, after '+' for the refresh, or
 -- ''). First thing in a run, copy or late alike (a copy of a run carries the same names: deleting
 -- them again is nothing).
 local function pruneRuns(hash, done)
-  if done == '' then return end
-  local fields = {}
-  for name in string.gmatch(done, '[^,]+') do fields[#fields + 1] = name end
-  redis.pcall('HDEL', hash, unpack(fields))
+  if done == '' then return false end
+  local refresh = string.byte(done, 1) == 43 -- '+'
+  if refresh then
+    redis.pcall('PEXPIRE', hash, OUTCOME_KEEP_MS)
+    done = string.sub(done, 2)
+  end
+  if done ~= '' then
+    local fields = {}
+    for name in string.gmatch(done, '[^,]+') do fields[#fields + 1] = name end
+    redis.pcall('HDEL', hash, unpack(fields))
+  end
+  return refresh
 end
 
--- Writes the run's field (after `prior`, the value a copy found) and keeps the hash
--- OUTCOME_KEEP_MS more, when the run allowed a spend. Out of memory, Redis refuses it: the spends
--- stand, unmarked (a lost reply then stays charged: a unit lost, never one created).
+-- Writes the run's field (after `prior`, the value a copy found) when the run allowed a spend; a
+-- hash it created is kept OUTCOME_KEEP_MS. Out of memory, Redis refuses it: the spends stand,
+-- unmarked (a lost reply then stays charged: a unit lost, never one created).
 local function writeRun(hash, field, prior)
   if #runEntries == 0 then return end
   local value = (prior or string.format('%d', runAt)) .. table.concat(runEntries)
-  redis.pcall('HSET', hash, field, value)
-  redis.pcall('PEXPIRE', hash, OUTCOME_KEEP_MS)
+  if redis.pcall('HSET', hash, field, value, '~', '') == 2 then
+    redis.pcall('PEXPIRE', hash, OUTCOME_KEEP_MS)
+  end
   runEntries = {}
 end
 

@@ -10,7 +10,7 @@ import type { SpendRequest } from '../../lib/stores/store.interface';
 import type { Algorithm } from '../../lib/core/policy';
 import { storageKeysWithLedgers } from '../../lib/stores/storage-key.util';
 import { proxiedServer } from '../support/lossy-proxy';
-import { outcomeEntries } from '../support/outcome-entries';
+import { outcomeEntries, outcomeHashes } from '../support/outcome-entries';
 import { until } from '../support/until';
 
 describe('a spend whose reply is lost with its connection', () => {
@@ -72,9 +72,9 @@ describe('a spend whose reply is lost with its connection', () => {
     expect(await seen()).not.toEqual(before); // the script ran: charged
     await until(() => store.lostReplies.refunded === 1);
     expect(await seen()).toEqual(before);
-    // The first spend's entry went with the second's run (its reply came), the second's with its
-    // settlement.
-    expect(await markers()).toEqual([]);
+    // The first spend's entry (its reply came: its field waits to be deleted with a later run);
+    // the second's went with its settlement.
+    expect(await markers()).toHaveLength(1);
     expect(store.lostReplies).toEqual({ pending: 0, refunded: 1, notRun: 0, forgotten: 0 });
   });
 
@@ -133,12 +133,30 @@ describe('a spend whose reply is lost with its connection', () => {
       keys: ['k'],
       cost: 1,
     };
-    await store.consume(request);
+    const first = await store.consume(request);
     const refused = await store.consume(request);
     expect(refused.allowed).toBe(false);
-    // (the first spend's entry went with the second's run: its reply had come)
-    expect(await outcomeEntries(h.check, prefix)).toEqual([]);
+    // The first spend's entry alone (its field waits to be deleted with a later run).
+    expect(await outcomeEntries(h.check, prefix)).toEqual([`${first.spendId}#1`]);
     client.disconnect();
+  });
+
+  it('the outcome hash holds the runs in flight and little more, and always has a TTL', async () => {
+    const { limiter, prefix } = setup({}, { limit: 1_000 });
+    for (let i = 0; i < 100; i++) await limiter.consume(`k${i % 7}`);
+    await Promise.all(Array.from({ length: 64 }, (_, i) => limiter.consume(`b${i}`)));
+    for (let i = 0; i < 40; i++) await limiter.consume('k');
+    const [hash, ...others] = await outcomeHashes(h.check, prefix);
+    expect(others).toEqual([]);
+    // `~`, at most fifteen fields waiting to be deleted, and the latest run's.
+    expect(await h.check.hlen(hash!)).toBeLessThanOrEqual(17);
+    const ttl = await h.check.pttl(hash!);
+    expect(ttl).toBeGreaterThan(60_000);
+    expect(ttl).toBeLessThanOrEqual(80_000);
+    // Gone (evicted, deleted by hand): the next run makes it again, with its TTL.
+    await h.check.del(hash!);
+    await limiter.consume('k');
+    expect(await h.check.pttl(hash!)).toBeGreaterThan(60_000);
   });
 
   describe('settling by marker (the refund in outcome mode)', () => {
