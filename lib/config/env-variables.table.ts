@@ -266,6 +266,26 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
       /^\d+$/.test(value) ? { maxKeys: refusalsKept(value, context) } : flag(value, context),
     land: set('refusalCache'),
   }),
+  row({
+    name: 'REDLIMIT_OUTCOME_MARKERS',
+    meaning: '`true` or `false`: outcome markers for lost replies (`outcomeMarkers`)',
+    parse: flag,
+    land: set('outcomeMarkers'),
+  }),
+  row({
+    name: 'REDLIMIT_FLEET_BEAT_MS',
+    meaning:
+      "whole ms, 100–60000: how often the process beats in its fleet for `failMode: 'memory'`",
+    parse: wholeNumber('expected a whole number of milliseconds ≥ 1'),
+    land: set('fleetBeatMs'),
+  }),
+  row({
+    name: 'REDLIMIT_FLEET_TTL_MS',
+    meaning:
+      'whole ms, 3 beats to one day: how long a process stays in its fleet after its latest beat',
+    parse: wholeNumber('expected a whole number of milliseconds ≥ 1'),
+    land: set('fleetTtlMs'),
+  }),
 ];
 
 /**

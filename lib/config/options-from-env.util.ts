@@ -40,6 +40,9 @@ export type EnvSource =
  * | `REDLIMIT_DENY_IPS` | the same, for `deny.ips` |
  * | `REDLIMIT_SHADOW` | `true` or `false`: shadow mode for every policy that sets none |
  * | `REDLIMIT_REFUSAL_CACHE` | `true`, `false`, or the most refusals kept (whole number ≥ 1) |
+ * | `REDLIMIT_OUTCOME_MARKERS` | `true` or `false`: outcome markers for lost replies (`outcomeMarkers`) |
+ * | `REDLIMIT_FLEET_BEAT_MS` | whole ms, 100–60000: how often the process beats in its fleet for `failMode: 'memory'` |
+ * | `REDLIMIT_FLEET_TTL_MS` | whole ms, 3 beats to one day: how long a process stays in its fleet after its latest beat |
  *
  * @example
  * RedlimitModule.forRootAsync({

@@ -231,6 +231,24 @@ export interface RedlimitModuleOptions {
    * maxAgeMs }` sets the bounds. Applies to the store built from `redis` (the in-memory store needs none). Default off.
    */
   readonly refusalCache?: boolean | RefusalCacheOptions;
+  /**
+   * Outcome markers on the Redis store built from `redis` (see `RedisStoreOptions.outcomeMarkers`):
+   * a spend whose reply is lost with its connection is given back, and a command a reconnecting
+   * client sends again is charged once. `false` saves one write per script run where a unit lost
+   * now and then does not matter. Default `true`.
+   */
+  readonly outcomeMarkers?: boolean;
+  /**
+   * How often this process beats in its fleet, in ms, while a policy has `failMode: 'memory'`
+   * (see `RedisStoreOptions.fleetBeatMs`): the fallback's share of each limit is the limit divided
+   * by the fleet's size. Applies to the store built from `redis`. Default 5 000.
+   */
+  readonly fleetBeatMs?: number;
+  /**
+   * How long a process stays in its fleet after its latest beat, in ms (see
+   * `RedisStoreOptions.fleetTtlMs`). Applies to the store built from `redis`. Default 600 000.
+   */
+  readonly fleetTtlMs?: number;
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

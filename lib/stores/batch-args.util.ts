@@ -19,22 +19,17 @@ export interface QueuedDecision {
 }
 
 /**
- * Whether a lone decision's script reads its spend id: every spend (its run's field in the outcome
- * hash is named after it, see lua/lib/outcome.lua), and an algorithm that keeps one entry per spend
- * (sliding-log, concurrency). A peek of another algorithm sends '' instead.
+ * Whether a decision's script reads its spend id: a spend settled by its receipt (registered in
+ * its keys' ledgers), an algorithm that keeps one entry per spend (sliding-log, concurrency), and,
+ * with `runField` (a lone decision with outcome markers on), every spend: its run's field in the
+ * outcome hash is named after it (see lua/lib/outcome.lua). A batch's spends need none for their
+ * markers (they are named by their place in the run). Another decision sends none ('' alone; a
+ * batch leaves it out).
  */
-export function sendsSpendId(request: SpendRequest, spend: boolean): boolean {
-  return spend || ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds;
-}
-
-/**
- * Whether a decision of a batch carries its spend id: a spend registered for its receipt's
- * settlement, and an algorithm that keeps one entry per spend. The run's outcome markers need
- * none (its spends are named by their place in the run).
- */
-function batchSendsSpendId(request: SpendRequest, spend: boolean): boolean {
+export function sendsSpendId(request: SpendRequest, spend: boolean, runField = false): boolean {
   return (
-    (spend && request.settles === true) || ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds
+    (spend && (runField || request.settles === true)) ||
+    ALGORITHM_DEFINITIONS[request.algorithm].keepsSpendIds
   );
 }
 
@@ -42,7 +37,7 @@ function batchSendsSpendId(request: SpendRequest, spend: boolean): boolean {
  * KEYS and ARGV of one batch/consume run (see lua/batch/consume.lua): the clock fields, each rule
  * set once (decisions of one policy share its limits array), then two values per decision (three
  * for a spend settled by its receipt, or an algorithm that keeps spend ids: its spend id); and,
- * when it has a spend with an id, the outcome hash (`hash`, the last key) with the run's field
+ * when it has a spend with an id and markers are on (`hash`), the outcome hash (`hash`, the last key) with the run's field
  * (`field`: its first spend's id and `*`) and the fields to delete (`done()`, read only then).
  *
  * @param now the batch's clock reading for ARGV, or '' to have the script read Redis TIME
@@ -54,7 +49,7 @@ export function batchCall(
   now: string,
   expiryOffsetMs: number,
   customClock: boolean,
-  hash: string,
+  hash: string | undefined,
   done: () => string,
 ): { keys: string[]; args: Array<string | number>; field: string | undefined } {
   const keys: string[] = [];
@@ -81,7 +76,7 @@ export function batchCall(
     );
     // Its own name ('*' after the first spend's id): the first spend, decided again alone (late
     // on the script's clock, in time for its caller), has a field of its own named by its id.
-    if (spend && spendId && field === undefined) field = `${spendId}*`;
+    if (spend && spendId && field === undefined && hash !== undefined) field = `${spendId}*`;
     let known = sets.get(request.limits);
     if (known === undefined || known.algorithm !== request.algorithm) {
       known = { set: ++setCount, algorithm: request.algorithm };
@@ -98,7 +93,7 @@ export function batchCall(
       ((known.set - 1) * stride + request.keys.length) * 2 + (spend ? 1 : 0),
       costArg(request, spend),
     );
-    if (batchSendsSpendId(request, spend)) decisions.push(spendId ?? '');
+    if (sendsSpendId(request, spend)) decisions.push(spendId ?? '');
   }
   if (earliestDeadline !== Infinity) {
     args[2] = earliestDeadline;
@@ -109,7 +104,7 @@ export function batchCall(
   args[6] = setCount;
   for (const value of decisions) args.push(value);
   if (field !== undefined) {
-    keys.push(hash);
+    keys.push(hash!);
     args.push(field, done());
   }
   return { keys, args, field };

@@ -120,6 +120,16 @@ export interface RedisStoreOptions {
    * Default 600 000 (10 minutes).
    */
   readonly fleetTtlMs?: number;
+  /**
+   * Outcome markers: every allowed spend leaves a small marker of its outcome (one `HSET` per
+   * script run, in one hash per process and Cluster slot), so that a spend whose reply is lost
+   * with its connection is given back once it can no longer run, and a command a reconnecting
+   * client sends again is charged once (see docs/failure-modes.md). Default `true`. `false`
+   * saves that write (about an eighth of Redis's work for a decision sent alone) where a unit lost
+   * now and then does not matter: a lost reply then stays charged, and a command sent again (ioredis
+   * `autoResendUnfulfilledCommands`, its default) is charged again.
+   */
+  readonly outcomeMarkers?: boolean;
 }
 
 /** Each algorithm's consume script (built once, not per call). */
@@ -135,6 +145,7 @@ const OPTIONS: readonly (keyof RedisStoreOptions)[] = [
   'refusalCache',
   'fleetBeatMs',
   'fleetTtlMs',
+  'outcomeMarkers',
 ];
 
 /**
@@ -169,6 +180,8 @@ export class RedisStore implements Store {
   /** Issue order through the first measurement of the Redis clock (see {@link ClockGate}). */
   private readonly gate: ClockGate;
   private readonly coalesce: boolean;
+  /** See {@link RedisStoreOptions.outcomeMarkers}. */
+  private readonly outcomeMarkers: boolean;
   /** Decisions queued per slot while a run is in flight there (see {@link Coalescer}). */
   private readonly batches: Coalescer<QueuedDecision>;
   /** Refusals remembered in this process (option `refusalCache`), or undefined when off. */
@@ -209,6 +222,10 @@ export class RedisStore implements Store {
       throw new TypeError('RedisStore options.coalesce must be true or false');
     }
     this.coalesce = options.coalesce !== false;
+    if (options.outcomeMarkers !== undefined && typeof options.outcomeMarkers !== 'boolean') {
+      throw new TypeError('RedisStore options.outcomeMarkers must be true or false');
+    }
+    this.outcomeMarkers = options.outcomeMarkers !== false;
     this.fleetState = new RedisFleet(
       {
         beat: (member, ttlMs, answeredAt) => this.beat(member, ttlMs, answeredAt),
@@ -607,12 +624,15 @@ export class RedisStore implements Store {
       this.expiryOffsetMs,
       costArg(request, spend),
       spend ? '1' : '0',
-      sendsSpendId(request, spend) ? (spendId ?? '') : '',
+      sendsSpendId(request, spend, this.outcomeMarkers) ? (spendId ?? '') : '',
       deadline ?? '',
       rulesArg(request),
     ];
     // A spend is a run of one: its field in the outcome hash is its spend id (lua/lib/outcome.lua).
-    const hash = spend && spendId !== undefined ? this.outcomeHash(keys[0]!) : undefined;
+    const hash =
+      this.outcomeMarkers && spend && spendId !== undefined
+        ? this.outcomeHash(keys[0]!)
+        : undefined;
     let done = '';
     if (hash !== undefined) {
       keys.push(hash);
@@ -676,7 +696,7 @@ export class RedisStore implements Store {
     }
     // On a custom clock each decision carries the reading it was made at (checked then): the
     // batch reads the clock no more, so a bad reading fails only the call that made it.
-    const hash = this.outcomeHash(batch[0]!.slot);
+    const hash = this.outcomeMarkers ? this.outcomeHash(batch[0]!.slot) : undefined;
     let done = '';
     const { keys, args, field } = batchCall(
       batch,
@@ -685,9 +705,9 @@ export class RedisStore implements Store {
       this.expiryOffsetMs,
       this.clock !== undefined,
       hash,
-      () => (done = this.lost.takeDone(hash)),
+      () => (done = this.lost.takeDone(hash!)),
     );
-    if (field !== undefined) this.lost.sent(hash, field, batch);
+    if (field !== undefined) this.lost.sent(hash!, field, batch);
     const sentAt = monotonicNow();
     this.batches.counted(batch[0]!.slot, this.run('batch/consume', keys, args)).then(
       (reply) => {
@@ -701,12 +721,12 @@ export class RedisStore implements Store {
           if (this.settleQueued(queued, values, cursor, receivedAt, late)) allowed = true;
         }
         // Its field goes with the next run there (with lost spends, once they are settled).
-        if (allowed && field !== undefined && late === undefined) this.lost.prune(hash, field);
+        if (allowed && field !== undefined && late === undefined) this.lost.prune(hash!, field);
       },
       (error: unknown) => {
         if (field !== undefined) {
           this.lost.failed(field, error);
-          this.lost.giveBack(hash, done);
+          this.lost.giveBack(hash!, done);
         }
         for (const { reject } of batch) reject(error);
       },

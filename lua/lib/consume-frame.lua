@@ -28,8 +28,9 @@ ARGV   [1] now: ms on the limiter's clock, or '' to read Redis TIME
        [7] the limits: 'L;limit,window,burst;…', a triple per limit (window in ms; L is
            'L:duration:factor:max:forgetAfter' for a policy with a lockout, see readRules in
            lib/decide.lua)
-       [8] with the outcome hash: the fields of earlier runs to delete from it, comma-separated,
-           or ''
+       [8] present with the outcome hash (a spend with markers on): what pruneRuns in
+           lib/outcome.lua reads ('+' to keep the hash longer, then the fields of earlier runs to
+           delete from it, comma-separated), or ''
 Return {the clock's reading, then the decision as writeDecision in lib/decide.lua writes it
         (status, remaining, retryAfterMs when refused, resetAfterMs, the instant decided at when
         it is not the clock's reading, the caller keys' reset marks when any is set, the end of
@@ -47,7 +48,7 @@ local function main()
   -- leaves its field there; one that finds its field is a copy of a spend already made
   -- (lib/outcome.lua), answered as such even past the deadline (it writes nothing; the spend it
   -- answers was made in time, and its reply may be the only one to come).
-  local marker = spend and spendId ~= '' and KEYS[#KEYS]
+  local marker = spend and ARGV[8] ~= nil and KEYS[#KEYS]
   if late and not marker then return { now, -1 } end
 
   local clockNow = now

@@ -17,7 +17,11 @@ describe('a spend whose reply is lost with its connection', () => {
   const h = proxiedServer();
 
   let prefixes = 0;
-  function setup(options: RedisOptions = {}, policy: Record<string, unknown> = {}) {
+  function setup(
+    options: RedisOptions = {},
+    policy: Record<string, unknown> = {},
+    storeOptions: { outcomeMarkers?: boolean } = {},
+  ) {
     const client = new Redis(h.proxy.port, '127.0.0.1', {
       maxRetriesPerRequest: 1,
       autoResendUnfulfilledCommands: false,
@@ -26,7 +30,7 @@ describe('a spend whose reply is lost with its connection', () => {
     client.on('error', () => {});
     h.open.push(client);
     const prefix = `lost${++prefixes}:`;
-    const store = new RedisStore({ client, prefix });
+    const store = new RedisStore({ client, prefix, ...storeOptions });
     const limiter = new Limiter(
       store,
       { name: 'p', algorithm: 'fixed-window', limit: 5, window: '1h', ...policy },
@@ -157,6 +161,44 @@ describe('a spend whose reply is lost with its connection', () => {
     await h.check.del(hash!);
     await limiter.consume('k');
     expect(await h.check.pttl(hash!)).toBeGreaterThan(60_000);
+  });
+
+  it.each<[Algorithm, Record<string, unknown>]>([
+    ['fixed-window', {}],
+    ['sliding-log', {}],
+    ['concurrency', { window: '1m' }],
+  ])(
+    '%s, outcomeMarkers: false: decisions alone and coalesced write no marker; a lost reply stays charged',
+    async (algorithm, more) => {
+      const { store, limiter, prefix, state } = setup(
+        {},
+        { algorithm, limit: 50, ...more },
+        { outcomeMarkers: false },
+      );
+      await limiter.consume('k');
+      const together = await Promise.all(['a', 'b', 'a', 'c'].map((key) => limiter.consume(key)));
+      expect(together.map((d) => d.allowed)).toEqual([true, true, true, true]);
+      // An attempt (a spend settled by its receipt) still refunds exactly.
+      const attempt = await limiter.begin('r');
+      await attempt.refund();
+      expect(await outcomeHashes(h.check, prefix)).toEqual([]);
+      const before = await state();
+      h.proxy.dropNextReply();
+      const decision = await limiter.consume('k');
+      expect(decision.failure).toBeDefined();
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await store.settleLostReplies();
+      expect(store.lostReplies).toEqual({ pending: 0, refunded: 0, notRun: 0, forgotten: 0 });
+      expect(await state()).not.toEqual(before); // charged, as before markers
+    },
+  );
+
+  it('outcomeMarkers must be true or false', () => {
+    const client = new Redis(h.proxy.port, '127.0.0.1', { lazyConnect: true });
+    expect(() => new RedisStore({ client, outcomeMarkers: 'no' as unknown as boolean })).toThrow(
+      'RedisStore options.outcomeMarkers must be true or false',
+    );
+    client.disconnect();
   });
 
   describe('settling by marker (the refund in outcome mode)', () => {

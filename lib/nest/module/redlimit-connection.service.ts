@@ -40,6 +40,9 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'skipIf',
   'shadow',
   'refusalCache',
+  'outcomeMarkers',
+  'fleetBeatMs',
+  'fleetTtlMs',
   'devices',
   'receiptSecret',
 ]);
@@ -124,6 +127,9 @@ export class RedlimitConnection implements OnApplicationShutdown {
         client,
         ...(options.prefix !== undefined && { prefix: options.prefix }),
         ...(options.refusalCache !== undefined && { refusalCache: options.refusalCache }),
+        ...(options.outcomeMarkers !== undefined && { outcomeMarkers: options.outcomeMarkers }),
+        ...(options.fleetBeatMs !== undefined && { fleetBeatMs: options.fleetBeatMs }),
+        ...(options.fleetTtlMs !== undefined && { fleetTtlMs: options.fleetTtlMs }),
       });
       logger.log(
         `Rate limits are kept in Redis at ${describeRedis(options.redis, client)}, ` +
@@ -132,9 +138,15 @@ export class RedlimitConnection implements OnApplicationShutdown {
       const owned = created.owned ? created.client : undefined;
       return new RedlimitConnection(store, 'redis', client, owned, timeoutMs);
     }
-    if (options.refusalCache !== undefined && options.refusalCache !== false) {
+    const redisOnly = [
+      options.refusalCache !== undefined && options.refusalCache !== false && 'refusalCache',
+      options.outcomeMarkers !== undefined && 'outcomeMarkers',
+      options.fleetBeatMs !== undefined && 'fleetBeatMs',
+      options.fleetTtlMs !== undefined && 'fleetTtlMs',
+    ].filter((name): name is string => name !== false);
+    for (const name of redisOnly) {
       logger.warn(
-        'refusalCache applies to the Redis store built from `redis`; it is ignored for ' +
+        `${name} applies to the Redis store built from \`redis\`; it is ignored for ` +
           (options.store !== undefined ? 'the store given in options' : 'the in-memory store'),
       );
     }

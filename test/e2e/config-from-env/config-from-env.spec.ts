@@ -146,6 +146,22 @@ describe('redlimitOptionsFromEnv and the compact policy syntax', () => {
     );
   });
 
+  it('reads outcome markers and the fleet timings', () => {
+    expect(
+      redlimitOptionsFromEnv({
+        REDLIMIT_OUTCOME_MARKERS: 'false',
+        REDLIMIT_FLEET_BEAT_MS: '2000',
+        REDLIMIT_FLEET_TTL_MS: '60000',
+      }),
+    ).toEqual({ outcomeMarkers: false, fleetBeatMs: 2000, fleetTtlMs: 60000 });
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_OUTCOME_MARKERS: 'off' })).toThrow(
+      /^REDLIMIT_OUTCOME_MARKERS="off" is invalid: expected true or false/,
+    );
+    expect(() => redlimitOptionsFromEnv({ REDLIMIT_FLEET_BEAT_MS: '1.5' })).toThrow(
+      /^REDLIMIT_FLEET_BEAT_MS="1\.5" is invalid: expected a whole number of milliseconds/,
+    );
+  });
+
   it('names the variable in every error, and never shows a secret', () => {
     expect(() => redlimitOptionsFromEnv({ REDLIMIT_DEFAULT_POLICY: 'x' })).toThrow(
       /^REDLIMIT_DEFAULT_POLICY="x" is invalid: no such policy/,

@@ -43,6 +43,40 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
     }
   });
 
+  it('outcomeMarkers, fleetBeatMs and fleetTtlMs reach the Redis store it builds', async () => {
+    const prefix = uniquePrefix('e2e-store-options');
+    const check = createTestClient();
+    const app = await startApp(
+      lifecycleApp({
+        redis: redisUrl(),
+        prefix,
+        failMode: 'memory',
+        outcomeMarkers: false,
+        fleetBeatMs: 250,
+        fleetTtlMs: 2_000,
+      }),
+      platform,
+    );
+    try {
+      expect((await app.request('/ping')).status).toBe(200);
+      // No outcome marker (`}!`) was written for the spend.
+      expect((await check.keys(`${prefix}*`)).filter((k) => k.includes('}!'))).toEqual([]);
+      // A member last seen 3 s ago is gone at the next beat: members are kept 2 s, not 10 min.
+      const [seconds] = await check.time();
+      await check.zadd(`${prefix}fleet`, Number(seconds) * 1000 - 3_000, 'ghost');
+      const store = app.app.get(RedlimitConnection).store as RedisStore;
+      await store.heartbeat();
+      expect(await check.zscore(`${prefix}fleet`, 'ghost')).toBeNull();
+      // A value the store refuses stops the app with the store's own message.
+      await expect(
+        startApp(lifecycleApp({ redis: redisUrl(), prefix, fleetBeatMs: 5 }), platform),
+      ).rejects.toThrow(/RedisStore options\.fleetBeatMs must be/);
+    } finally {
+      await app.close();
+      await check.quit();
+    }
+  });
+
   const onCluster = clusterNodes() ? it : it.skip;
   onCluster(
     'with redis: { nodes }, a Cluster client it creates, limits, and closes on shutdown',
