@@ -51,6 +51,15 @@ export function wholeNumber(reason: string): Parser<number> {
   };
 }
 
+/** A whole number from `min` to `max`; else `reason`. */
+export function wholeNumberIn(min: number, max: number, reason: string): Parser<number> {
+  return (value, context) => {
+    const number = Number(value);
+    if (!/^\d+$/.test(value) || number < min || number > max) context.fail(reason);
+    return number;
+  };
+}
+
 /** `true` or `false`, any case. */
 export const flag: Parser<boolean> = (value, context) => {
   const lower = value.toLowerCase();

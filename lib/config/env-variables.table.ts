@@ -16,6 +16,7 @@ import {
   set,
   text,
   wholeNumber,
+  wholeNumberIn,
 } from './env-parsers.util';
 import { maskUrl } from './mask-url.util';
 import { parsePolicySpec } from './policy-spec.util';
@@ -276,14 +277,18 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
     name: 'REDLIMIT_FLEET_BEAT_MS',
     meaning:
       "whole ms, 100–60000: how often the process beats in its fleet for `failMode: 'memory'`",
-    parse: wholeNumber('expected a whole number of milliseconds ≥ 1'),
+    parse: wholeNumberIn(100, 60_000, 'expected a whole number of milliseconds from 100 to 60000'),
     land: set('fleetBeatMs'),
   }),
   row({
     name: 'REDLIMIT_FLEET_TTL_MS',
     meaning:
       'whole ms, 3 beats to one day: how long a process stays in its fleet after its latest beat',
-    parse: wholeNumber('expected a whole number of milliseconds ≥ 1'),
+    parse: wholeNumberIn(
+      300,
+      86_400_000,
+      'expected a whole number of milliseconds from 300 (3 beats of 100) to 86400000 (one day)',
+    ),
     land: set('fleetTtlMs'),
   }),
 ];

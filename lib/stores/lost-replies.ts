@@ -308,8 +308,8 @@ export class LostReplies {
       spendId: id,
       deadline: deadline === undefined ? '' : String(deadline),
       deadlineAt,
-      // (the marker is kept from the script's run, before this: a margin)
-      forgetAt: monotonicNow() + OUTCOME_KEEP_MS - 1_000,
+      // (its entry is kept OUTCOME_KEEP_MS from its write, which came after the run was sent)
+      forgetAt: run.sentAt + OUTCOME_KEEP_MS - 1_000,
       hash: run.hash,
       field: run.field,
       place: run.spends.findIndex((s) => s.spendId === id) + 1,

@@ -884,21 +884,25 @@ export class RedisStore implements Store {
   }
 }
 
-/** Options `fleetBeatMs` and `fleetTtlMs`, checked. */
-function fleetTimes(
+/**
+ * Options `fleetBeatMs` and `fleetTtlMs`, checked (errors name them as options of `owner`), with
+ * their defaults: [beat ms, ttl ms].
+ */
+export function fleetTimes(
   beat: number | undefined,
   ttl: number | undefined,
+  owner = 'RedisStore options',
 ): [beatMs: number, ttlMs: number] {
   const beatMs = beat ?? FLEET_BEAT_MS;
   if (!Number.isInteger(beatMs) || beatMs < 100 || beatMs > 60_000) {
     throw new RangeError(
-      `RedisStore options.fleetBeatMs must be a whole number of ms from 100 to 60000; got ${String(beat)}`,
+      `${owner}.fleetBeatMs must be a whole number of ms from 100 to 60000; got ${String(beat)}`,
     );
   }
   const ttlMs = ttl ?? Math.max(FLEET_TTL_MS, 3 * beatMs);
   if (!Number.isInteger(ttlMs) || ttlMs < 3 * beatMs || ttlMs > 86_400_000) {
     throw new RangeError(
-      `RedisStore options.fleetTtlMs must be a whole number of ms from 3 × fleetBeatMs (${3 * beatMs}) to 86400000; got ${String(ttl)}`,
+      `${owner}.fleetTtlMs must be a whole number of ms from 3 × fleetBeatMs (${3 * beatMs}) to 86400000; got ${String(ttl)}`,
     );
   }
   return [beatMs, ttlMs];

@@ -2,7 +2,7 @@ import { Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { MemoryStore } from '../../stores/memory.store';
 import { clientStatus } from '../../stores/clients/client-port';
 import type { RedisStoreClient } from '../../stores/clients/redis-client.shape';
-import { RedisStore, type RedisClient } from '../../stores/redis.store';
+import { fleetTimes, RedisStore, type RedisClient } from '../../stores/redis.store';
 import type { Store } from '../../stores/store.interface';
 import { describeRedis } from '../../config/describe-redis.util';
 import { warnEvery } from '../../core/warn-every.util';
@@ -116,6 +116,11 @@ export class RedlimitConnection implements OnApplicationShutdown {
     const logger = new Logger(REDLIMIT_LOGGER_CONTEXT);
     const timeoutMs = options.timeoutMs ?? 1000;
     if (options.redis !== undefined) {
+      // The store's own options, checked before a client is created (none is left open).
+      if (options.outcomeMarkers !== undefined && typeof options.outcomeMarkers !== 'boolean') {
+        throw new TypeError('RedlimitModule options.outcomeMarkers must be true or false');
+      }
+      fleetTimes(options.fleetBeatMs, options.fleetTtlMs, 'RedlimitModule options');
       const created = await createRedisClient(options.redis);
       const { client } = created;
       if (created.owned) logConnectionErrors(created.client, logger);

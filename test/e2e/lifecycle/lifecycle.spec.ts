@@ -67,10 +67,10 @@ describe.each(PLATFORMS)('module lifecycle and registry on %s', (platform) => {
       const store = app.app.get(RedlimitConnection).store as RedisStore;
       await store.heartbeat();
       expect(await check.zscore(`${prefix}fleet`, 'ghost')).toBeNull();
-      // A value the store refuses stops the app with the store's own message.
+      // A value the store would refuse stops the app before a client is created.
       await expect(
         startApp(lifecycleApp({ redis: redisUrl(), prefix, fleetBeatMs: 5 }), platform),
-      ).rejects.toThrow(/RedisStore options\.fleetBeatMs must be/);
+      ).rejects.toThrow(/RedlimitModule options\.fleetBeatMs must be/);
     } finally {
       await app.close();
       await check.quit();
