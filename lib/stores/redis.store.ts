@@ -125,9 +125,9 @@ export interface RedisStoreOptions {
    * script run, in one hash per process and Cluster slot), so that a spend whose reply is lost
    * with its connection is given back once it can no longer run, and a command a reconnecting
    * client sends again is charged once (see docs/failure-modes.md). Default `true`. `false`
-   * saves that write (about an eighth of Redis's work for a decision sent alone) where a unit lost
-   * now and then does not matter: a lost reply then stays charged, and a command sent again (ioredis
-   * `autoResendUnfulfilledCommands`, its default) is charged again.
+   * saves that work (about a quarter of what Redis executes for a decision sent alone) where a
+   * unit lost now and then does not matter: a lost reply then stays charged, and a command sent
+   * again (ioredis `autoResendUnfulfilledCommands`, its default) is charged again.
    */
   readonly outcomeMarkers?: boolean;
 }
