@@ -70,7 +70,8 @@ export async function captureConsumeShape(client: Redis, prefix: string): Promis
     .map((a) => (typeof a === 'number' ? a : String(a)));
   const reply = await call.promise;
   if (!Array.isArray(reply)) throw new Error('a consume script answered with no array');
-  if (!keys.every((key) => key.includes(`{${CALLER}}`))) {
+  // (the process's outcome hash, `<prefix>{…}!<process tag>`, is the same key for every caller)
+  if (!keys.every((key) => key.includes(`{${CALLER}}`) || key.includes('}!'))) {
     throw new Error(`captured keys do not carry the caller key as hash tag: ${keys.join(' ')}`);
   }
   return {
