@@ -51,18 +51,27 @@ export default tseslint.config(
   // lib/core is the bottom layer: it imports nothing else of lib/.
   boundary('core', [
     nestPackages,
-    siblings('core', ['stores', 'nest', 'cli', 'metrics', 'client']),
+    siblings('core', ['stores', 'nest', 'cli', 'metrics', 'client', 'board']),
   ]),
   // lib/stores builds on lib/core only.
-  boundary('stores', [nestPackages, siblings('stores', ['nest', 'cli', 'metrics', 'client'])]),
+  boundary('stores', [
+    nestPackages,
+    siblings('stores', ['nest', 'cli', 'metrics', 'client', 'board']),
+  ]),
   // The metrics and the Retry-After clients build on lib/core only.
-  boundary('metrics', [nestPackages, siblings('metrics', ['stores', 'nest', 'cli', 'client'])]),
-  boundary('client', [nestPackages, siblings('client', ['stores', 'nest', 'cli', 'metrics'])]),
+  boundary('metrics', [
+    nestPackages,
+    siblings('metrics', ['stores', 'nest', 'cli', 'client', 'board']),
+  ]),
+  boundary('client', [
+    nestPackages,
+    siblings('client', ['stores', 'nest', 'cli', 'metrics', 'board']),
+  ]),
   // The framework-free request helpers (client IP, access lists, headers, key hashing, device
   // tokens) build on lib/core only.
   boundary('http', [
     nestPackages,
-    siblings('http', ['stores', 'config', 'nest', 'cli', 'metrics', 'client']),
+    siblings('http', ['stores', 'config', 'nest', 'cli', 'metrics', 'client', 'board']),
   ]),
   // The configuration (module options, env table, policy specs, Redis connections) builds on
   // lib/core, lib/stores, lib/metrics and lib/http. The module options name Nest's
@@ -76,13 +85,19 @@ export default tseslint.config(
         {
           patterns: [
             { ...nestPackages, allowTypeImports: true },
-            siblings('config', ['nest', 'cli', 'client']),
+            siblings('config', ['nest', 'cli', 'client', 'board']),
           ],
         },
       ],
     },
   },
-  // The CLI uses lib/core, lib/stores, lib/http and lib/config, never the Nest layer.
+  // The ops board (pages, actions, its recorder) builds on lib/core, lib/stores and lib/http; the
+  // Nest module (lib/nest/board) and the CLI (`redlimit board`) serve it.
+  boundary('board', [
+    nestPackages,
+    siblings('board', ['nest', 'cli', 'metrics', 'client', 'config']),
+  ]),
+  // The CLI uses lib/core, lib/stores, lib/http, lib/config and lib/board, never the Nest layer.
   boundary('cli', [nestPackages, siblings('cli', ['nest', 'metrics', 'client'])]),
   {
     files: ['test/**/*.ts'],

@@ -6,7 +6,7 @@
 //    `export … from`, `import()`, `require()`), so a cycle through types is one too: it ties the
 //    files together as much as a runtime one does.
 // 2. The framework-free folders (lib/core, lib/stores, lib/http, lib/config, lib/metrics,
-//    lib/client, lib/cli) never load NestJS: no file they import at run time, directly or
+//    lib/client, lib/cli, lib/board) never load NestJS: no file they import at run time, directly or
 //    through other files of lib/, imports `@nestjs/*` for more than types (ESLint's
 //    `no-restricted-imports` in eslint.config.mjs sees direct imports only), so they run without
 //    Nest installed.
@@ -25,6 +25,7 @@ export const FRAMEWORK_FREE = [
   'metrics',
   'client',
   'cli',
+  'board',
 ] as const;
 
 /** Package names a framework-free file must never reach. */

@@ -17,7 +17,9 @@ import type { Decision } from './decision';
  * - `shadow-refused`: a policy in shadow mode would have refused (on its budget, a lockout, or a
  *   store failure under fail mode `closed`); the call was allowed;
  * - `skipped`: the Nest layer let the request through without charging (allow list, `skipIf`);
- * - `denied`: the Nest layer refused the request before charging (deny list, HTTP 403).
+ * - `denied`: the Nest layer refused the request before charging (deny list, HTTP 403);
+ * - `reset`: the policy's state for the keys was deleted (`Limiter.reset`: an unlock, from code,
+ *   the CLI or the ops board).
  */
 export type DecisionOutcome =
   | 'allowed'
@@ -30,17 +32,18 @@ export type DecisionOutcome =
   | 'blocked'
   | 'shadow-refused'
   | 'skipped'
-  | 'denied';
+  | 'denied'
+  | 'reset';
 
 /** Which limiter operation an event reports. */
-export type DecisionOperation = 'consume' | 'peek' | 'refund' | 'adjust';
+export type DecisionOperation = 'consume' | 'peek' | 'refund' | 'adjust' | 'reset';
 
 /**
  * One limiter operation, as listeners see it. Carries no caller key in plain text: keys appear only
  * as `keyHashes` (computed when first read, so listeners that ignore them cost nothing).
  */
 export interface DecisionEvent {
-  /** `consume` (also each part of a stacked decision), `peek`, `refund` or `adjust`. */
+  /** `consume` (also each part of a stacked decision), `peek`, `refund`, `adjust` or `reset`. */
   readonly operation: DecisionOperation;
   /** The policy's name. */
   readonly policy: string;
@@ -74,6 +77,12 @@ export interface DecisionEvent {
 export type DecisionListener = (event: DecisionEvent) => void;
 
 /**
+ * A function that sees each consume's {@link Decision} itself, caller keys included (see
+ * {@link DecisionEvents.watch}). It must not throw (errors are reported, not raised).
+ */
+export type DecisionWatcher = (decision: Decision) => void;
+
+/**
  * Where limiters report every decision, refund and store failure: pass one to several limiters
  * (`new Limiter(store, policy, { events })`), subscribe with `on()`. Listeners run synchronously
  * after the decision is made; a listener that throws is reported as a process warning and never
@@ -86,6 +95,13 @@ export type DecisionListener = (event: DecisionEvent) => void;
  */
 export class DecisionEvents {
   private listeners: readonly DecisionListener[] = [];
+  private watchers: readonly DecisionWatcher[] = [];
+  /**
+   * What limiters call with each consume's decision: undefined while nobody watches.
+   *
+   * @internal
+   */
+  watcher: DecisionWatcher | undefined;
 
   /** Whether anyone listens (limiters skip all event work otherwise). */
   get active(): boolean {
@@ -107,6 +123,27 @@ export class DecisionEvents {
     };
   }
 
+  /**
+   * Adds a watcher: a function called with the {@link Decision} of every consume (each part of a
+   * stack too) of the limiters that report here, synchronously, before the caller gets it. Unlike
+   * a listener it gets the caller keys (`decision.receipt.keys`), and no event is built nor time
+   * measured for it: the ops board's recorder counts decisions this way, at the cost of a function
+   * call per decision. Keep watchers cheap; never keep keys longer than needed.
+   *
+   * @returns a function that removes it again
+   */
+  watch(watcher: DecisionWatcher): () => void {
+    if (typeof watcher !== 'function') {
+      throw new TypeError('DecisionEvents.watch() needs a function (decision) => void');
+    }
+    this.watchers = [...this.watchers, watcher];
+    this.watcher = combined(this.watchers);
+    return () => {
+      this.watchers = this.watchers.filter((w) => w !== watcher);
+      this.watcher = combined(this.watchers);
+    };
+  }
+
   /** Hands an event to every listener; for limiters, and for tests of listeners. */
   emit(event: DecisionEvent): void {
     for (const listener of this.listeners) {
@@ -118,6 +155,21 @@ export class DecisionEvents {
       }
     }
   }
+}
+
+/** One watcher that calls each of `watchers`, reporting (never raising) what they throw. */
+function combined(watchers: readonly DecisionWatcher[]): DecisionWatcher | undefined {
+  if (watchers.length === 0) return undefined;
+  return (decision) => {
+    for (const watcher of watchers) {
+      try {
+        watcher(decision);
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        process.emitWarning(`redlimit: a decision watcher threw: ${reason}`, 'RedlimitWarning');
+      }
+    }
+  };
 }
 
 /** The first 16 hex digits of a key's SHA-256. */
@@ -177,6 +229,15 @@ export function adjustEvent(
   latencyMs: number,
 ): DecisionEvent {
   return withKeyHashes({ operation: 'adjust', policy, outcome: 'adjusted', latencyMs }, keys);
+}
+
+/** The event of one reset the store applied (`Limiter.reset`). */
+export function resetEvent(
+  policy: string,
+  keys: readonly string[],
+  latencyMs: number,
+): DecisionEvent {
+  return withKeyHashes({ operation: 'reset', policy, outcome: 'reset', latencyMs }, keys);
 }
 
 function withKeyHashes(

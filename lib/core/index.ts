@@ -9,6 +9,7 @@ export {
   type DecisionEvent,
   DecisionEvents,
   type DecisionListener,
+  type DecisionWatcher,
   type DecisionOperation,
   type DecisionOutcome,
 } from './events';

@@ -4,7 +4,7 @@ import type { BoundHandler, Deadlines } from './deadlines';
 import { decisionOf } from './decision-of.util';
 import { type Decision, type Receipt, type StoreFailure, unchargedDecision } from './decision';
 import { StoreTimeoutError } from './errors';
-import { type DecisionEvents, decisionEvent } from './events';
+import { type DecisionEvents, decisionEvent, resetEvent } from './events';
 import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import type { ConsumeOptions, LimiterSettings } from './limiter-options';
 import type { LimiterReports } from './limiter-reports';
@@ -91,7 +91,9 @@ export class PolicyDecider implements SettlingLimiter {
       const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
       if (remembered === undefined) return this.decideOnStore(request, spend);
       const decision = this.toDecision(request, remembered, spend);
-      return Promise.resolve(this.shadowRefuses(decision) ? this.shadowed(decision) : decision);
+      return Promise.resolve(
+        this.watched(this.shadowRefuses(decision) ? this.shadowed(decision) : decision),
+      );
     } catch (error) {
       return Promise.reject(asError(error));
     }
@@ -107,19 +109,27 @@ export class PolicyDecider implements SettlingLimiter {
   private readonly onStore: BoundHandler<SpendResult, Decision, SpendRequest> = {
     value: (request, spend, result) => {
       const decision = this.toDecision(request, result, spend);
-      return this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+      const final = this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+      return spend ? this.watched(final) : final;
     },
     error: (request, spend, error) => {
       if (isCallerError(error)) throw error; // a broken clock is no store failure: no fail mode
-      return this.failed(request, spend, error).then((failed) =>
-        this.shadowRefuses(failed) ? this.shadowed(failed) : failed,
-      );
+      return this.failed(request, spend, error).then((failed) => {
+        const final = this.shadowRefuses(failed) ? this.shadowed(failed) : failed;
+        return spend ? this.watched(final) : final;
+      });
     },
     // The caller was already answered without this spend: give it back.
     late: (request, spend, late) => {
       if (spend && late.allowed) this.refundLate(request, late);
     },
   };
+
+  /** A consume's decision, shown to the events' watcher (the ops board's recorder) if any. */
+  private watched(decision: Decision): Decision {
+    this.options.events?.watcher?.(decision);
+    return decision;
+  }
 
   /** Gives back a spend whose reply came after the caller was answered without it. */
   refundLate(request: SpendRequest, late: SpendResult): void {
@@ -172,7 +182,11 @@ export class PolicyDecider implements SettlingLimiter {
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
     };
+    const started = monotonicNow();
     await this.deadlines.race(this.store.reset(request));
+    const events = this.options.events;
+    if (events?.active)
+      events.emit(resetEvent(request.policy, request.keys, monotonicNow() - started));
   }
 
   /** The store request of a call on this policy (keys and cost normalised). */

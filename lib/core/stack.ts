@@ -285,6 +285,7 @@ export async function decideAll(
   const latencyMs = monotonicNow() - startedAt;
   decisions.forEach((d, i) => {
     const events = limiters[i]!.options.events;
+    if (spend) events?.watcher?.(d);
     if (!events?.active) return;
     // A part that fitted, left unspent because another part refused.
     const elsewhere =

@@ -44,6 +44,11 @@ export { RedlimitConnection } from './module/redlimit-connection.service';
 export { RedlimitEvents } from './module/redlimit-events.service';
 export { type DeviceLoginOptions, RedlimitDevices } from './attempt/redlimit-devices.service';
 
+// The ops board.
+export { RedlimitBoardModule } from './board/redlimit-board.module';
+export type { BoardAuthorize, RedlimitBoardOptions } from './board/redlimit-board.options';
+export { RedlimitBoard } from './board/redlimit-board.service';
+
 // Decorators, the guard and the interceptor (with the token that replaces it in tests).
 export { Throttle, type ThrottleOptions } from './throttle/throttle.decorator';
 export { SkipThrottle } from './throttle/skip-throttle.decorator';

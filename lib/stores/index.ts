@@ -24,3 +24,14 @@ export type {
   StackResult,
   Store,
 } from './store.interface';
+export type {
+  AuditEntry,
+  BoardBook,
+  BoardLockout,
+  BoardOutcome,
+  BoardRefusal,
+  BoardWrite,
+  PolicyCard,
+  RateCount,
+  RefusalKind,
+} from './board-book';

@@ -1,5 +1,7 @@
 import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
+import type { BoardBook } from './board-book';
+import { MemoryBoardBook } from './board-book.memory';
 import { checkedClock } from './clock-reading.util';
 import { concurrencyMemory } from './memory/concurrency.memory';
 import { type Ledger, remember } from './memory/memory-ledger';
@@ -62,6 +64,7 @@ export class MemoryStore implements Store {
   private readonly table: MemoryTable;
   /** Starts every spend id this store issues: a receipt of another store refunds nothing here. */
   private readonly spendTag = newSpendTag();
+  private boardBook?: BoardBook;
 
   constructor(options: MemoryStoreOptions = {}) {
     checkOptions(options, OPTIONS, 'MemoryStore options');
@@ -86,6 +89,14 @@ export class MemoryStore implements Store {
     // A custom clock keeps entries a day past their expiry, as RedisStore keeps keys then (see
     // MemoryTable's graceMs).
     this.table = new MemoryTable(options.clock ? DAY_MS : 0, sweep, maxKeys);
+  }
+
+  /**
+   * The ops board's book of this process (see `RedlimitBoardModule`): what its board recorder
+   * writes and its board reads, on this store's clock.
+   */
+  board(): BoardBook {
+    return (this.boardBook ??= new MemoryBoardBook(this.clock));
   }
 
   /** Number of live entries (one per key and limit with state); for tests and metrics. */

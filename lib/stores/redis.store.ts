@@ -12,6 +12,8 @@ import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
 import { FLEET_BEAT_MS, FLEET_TTL_MS, type FleetBeat } from './fleet';
 import type { FallbackLockout, FallbackSpend } from './fleet-fallback';
+import type { BoardBook } from './board-book';
+import { RedisBoardBook } from './board-book.redis';
 import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
 import { explainedError, ScriptRunner } from './script-runner';
@@ -197,6 +199,7 @@ export class RedisStore implements Store {
   private readonly slotHashes: string[] = [];
   /** The fleet of processes on this prefix and the fallback of `failMode: 'memory'`. */
   private readonly fleetState: RedisFleet;
+  private boardBook?: BoardBook;
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
@@ -450,6 +453,20 @@ export class RedisStore implements Store {
     this.fleetState.fallback();
     await this.fleetState.membership.beat();
     await this.fleetState.reconcile();
+  }
+
+  /**
+   * The ops board's book on this store (see `RedlimitBoardModule`): what the fleet's board
+   * recorders write and the board reads, under `<prefix>{board}:` (one Cluster slot), in issue
+   * order with this store's other operations.
+   */
+  board(): BoardBook {
+    return (this.boardBook ??= new RedisBoardBook(
+      this.prefix,
+      (id, keys, args) => this.gate.inOrder(undefined, () => this.run(id, keys, args)),
+      this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
+      () => this.now(),
+    ));
   }
 
   /** Stops the heartbeat and leaves the fleet (on shutdown: the others' shares grow at once). */

@@ -28,7 +28,7 @@ function modelBlocks(): string {
   ).join('\n');
 }
 
-/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat and a fallback's lockout. */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat and a fallback's lockout, or the ops board's book. */
 export type ScriptId =
   | `${Algorithm}/${'consume' | 'refund'}`
   | 'concurrency/extend'
@@ -38,7 +38,10 @@ export type ScriptId =
   | 'epoch/read'
   | 'epoch/bump'
   | 'fleet/beat'
-  | 'fleet/lock';
+  | 'fleet/lock'
+  | 'board/write'
+  | 'board/read'
+  | 'board/audit';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
@@ -51,6 +54,9 @@ export const SCRIPT_IDS: readonly ScriptId[] = [
   'epoch/bump',
   'fleet/beat',
   'fleet/lock',
+  'board/write',
+  'board/read',
+  'board/audit',
 ];
 
 /**

@@ -97,6 +97,22 @@ export class RedlimitHttp {
   }
 
   /**
+   * How this app turns identities into caller keys (its key secret, its IPv6 grouping), for the ops
+   * board's look-up box, which finds a key from an email or an IP as the app would.
+   *
+   * @internal
+   */
+  keying(): {
+    readonly keySecret?: string;
+    readonly groupIp: (address: string) => string | undefined;
+  } {
+    return {
+      ...(this.keySecret !== undefined && { keySecret: this.keySecret }),
+      groupIp: (address) => this.resolveClientIp(address),
+    };
+  }
+
+  /**
    * The caller's API key as a caller key, `apiKey:<hash>` (never the key itself), from the
    * configured header; `undefined` when the request carries none. Not validated: see
    * {@link apiKeyFor}.

@@ -1,0 +1,395 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { canonicalIp } from '../http/client-ip.util';
+import { apiKeyHash, attemptKey } from '../http/key-hash.util';
+import { ipKey } from '../http/throttle-key.util';
+import type { Limiter } from '../core/limiter';
+import type { PolicyCard } from '../stores/board-book';
+import { BOARD_CSS, BOARD_JS } from './board-assets';
+import { type Html, page, type PageRoute, PAGES } from './board-html.util';
+import {
+  auditPage,
+  byName,
+  keyPage,
+  type KeyState,
+  lockoutsPage,
+  type PageContext,
+  policiesPage,
+  RATE_MINUTES,
+  refusalsPage,
+} from './board-pages';
+import { policyCard } from './board-recorder';
+import type { BoardRequest, BoardResponse, BoardSource } from './board-request';
+
+/** The CSRF cookie's name. */
+export const CSRF_COOKIE = 'redlimit_board_csrf';
+/** Identity parts the look-up box offers (hashed as `@Attempt` hashes them). */
+export const LOOKUP_PARTS = ['email', 'ip', 'user', 'apiKey', 'phone', 'username'] as const;
+/** Keys the look-up finds at most (direct forms and listed keys that end with them). */
+const MAX_FOUND_KEYS = 10;
+/** Longest value the look-up box or an action accepts. */
+const MAX_FIELD = 2_048;
+
+const SECURITY_HEADERS = {
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy':
+    "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; " +
+    "img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+} as const;
+
+/** How a {@link BoardApp} behaves. */
+export interface BoardAppOptions {
+  /** Hides every action and refuses them with 403 (default false). */
+  readonly readOnly?: boolean;
+}
+
+/**
+ * The ops board itself, framework-free: a request in, a page out. `RedlimitBoardModule` serves it
+ * from a Nest app (Express or Fastify), `redlimit board` from the CLI; both authorise the request
+ * before it gets here. Reading is GET; every action (and the look-up, which carries an identity)
+ * is a POST with a CSRF token (the double-submit cookie `redlimit_board_csrf`, HttpOnly and
+ * SameSite=Strict) from a page of the same origin. No key or identity is ever in a URL.
+ *
+ * @example
+ * const board = new BoardApp({ book: store.board(), limiters: () => [login], via: 'board' });
+ * const response = await board.handle({ method: 'GET', route: '', base: '/ops', query: {}, headers: {}, secure: false, actor: 'ops' });
+ */
+export class BoardApp {
+  private readonly readOnly: boolean;
+
+  constructor(
+    private readonly source: BoardSource,
+    options: BoardAppOptions = {},
+  ) {
+    this.readOnly = options.readOnly === true;
+  }
+
+  /** Answers one request. Never rejects: a store that fails is a 503 page. */
+  async handle(request: BoardRequest): Promise<BoardResponse> {
+    try {
+      return await this.route(request);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      return this.plain(503, `The store did not answer: ${reason}`);
+    }
+  }
+
+  private async route(request: BoardRequest): Promise<BoardResponse> {
+    const { method, route } = request;
+    if (route === 'assets/board.css') return this.asset('text/css', BOARD_CSS);
+    if (route === 'assets/board.js') return this.asset('text/javascript', BOARD_JS);
+    const known = PAGES.some(([r]) => r === route) || route === 'unlock';
+    if (!known) return this.plain(404, 'No such page');
+    if (method === 'POST') {
+      if (route !== 'key' && route !== 'unlock') return this.plain(405, 'Not a form');
+      return this.post(request, route);
+    }
+    if (method !== 'GET' && method !== 'HEAD') return this.plain(405, 'Method not allowed');
+    if (route === 'unlock') return this.plain(405, 'Unlock is a POST');
+    return this.render(request, route as PageRoute, await this.pageOf(request, route as PageRoute));
+  }
+
+  private async pageOf(
+    request: BoardRequest,
+    route: PageRoute,
+  ): Promise<{ title: string; content: Html }> {
+    const ctx = this.context(request);
+    const book = this.source.book;
+    switch (route) {
+      case '': {
+        const [cards, rates] = await Promise.all([
+          this.cards(),
+          book.rates(ctx.now - RATE_MINUTES * 60_000),
+        ]);
+        return { title: 'Policies', content: policiesPage(cards, rates, ctx) };
+      }
+      case 'refusing':
+      case 'shadow': {
+        const shadow = route === 'shadow';
+        const minutes = minutesOf(request.query['minutes']);
+        const cards = await this.cards();
+        const names = cards.filter((c) => !shadow || c.shadow).map((c) => c.name);
+        const rows = await book.topRefusals(shadow ? 'shadow' : 'refused', names, minutes, 10);
+        const shown = shadow ? names : names.filter((n) => rows.some((r) => r.policy === n));
+        return {
+          title: shadow ? 'Shadow' : 'Refusing now',
+          content: refusalsPage(rows, shown, minutes, ctx, LOOKUP_PARTS, shadow),
+        };
+      }
+      case 'locked': {
+        const [lockouts, cards] = await Promise.all([book.lockouts(500), this.cards()]);
+        const byPolicy = new Map(cards.map((c) => [c.name, c]));
+        return { title: 'Locked out', content: lockoutsPage(lockouts, byPolicy, ctx) };
+      }
+      case 'key':
+        return { title: 'A key', content: keyPage([], [], ctx, LOOKUP_PARTS) };
+      case 'audit':
+        return { title: 'Audit', content: auditPage(await book.audit(200)) };
+    }
+  }
+
+  private async post(request: BoardRequest, route: 'key' | 'unlock'): Promise<BoardResponse> {
+    if (!sameOrigin(request.headers)) return this.plain(403, 'Cross-site request refused');
+    const cookie = cookieOf(request.headers, CSRF_COOKIE);
+    const token = field(request.body, 'csrf');
+    if (cookie === undefined || token === undefined || !equal(cookie, token)) {
+      return this.plain(403, 'Missing or stale form token: reload the page and try again');
+    }
+    const ctx = this.context(request);
+    if (route === 'key') {
+      const part = field(request.body, 'part') ?? 'key';
+      const value = field(request.body, 'value') ?? '';
+      if (value.trim() === '' || value.length > MAX_FIELD) {
+        return this.keyResponse(request, ctx, [], {
+          text: 'Give a value to look up.',
+          error: true,
+        });
+      }
+      if (part !== 'key' && !(LOOKUP_PARTS as readonly string[]).includes(part)) {
+        return this.keyResponse(request, ctx, [], { text: `Unknown part '${part}'.`, error: true });
+      }
+      return this.keyResponse(request, ctx, await this.find(part, value));
+    }
+    if (this.readOnly) return this.plain(403, 'The board is read-only');
+    const policy = field(request.body, 'policy') ?? '';
+    const key = field(request.body, 'key') ?? '';
+    const limiter = byName(this.source.limiters()).get(policy);
+    if (limiter === undefined) {
+      return this.keyResponse(request, ctx, key ? [key] : [], {
+        text: `This board cannot act on policy '${policy}': it is not one of its app's.`,
+        error: true,
+      });
+    }
+    if (key === '' || key.length > MAX_FIELD) {
+      return this.keyResponse(request, ctx, [], { text: 'No key to unlock.', error: true });
+    }
+    await limiter.reset(key);
+    await this.source.book.appendAudit({
+      actor: request.actor,
+      action: 'unlock',
+      via: this.source.via,
+      policy,
+      key,
+    });
+    return this.keyResponse(request, ctx, [key], {
+      text: `Unlocked ${policy} for this key: its budget is full and any lockout is over.`,
+    });
+  }
+
+  private async keyResponse(
+    request: BoardRequest,
+    ctx: PageContext,
+    keys: readonly string[],
+    notice?: { text: string; error?: boolean },
+  ): Promise<BoardResponse> {
+    const limiters = this.source.limiters();
+    const states = await Promise.all(
+      keys.flatMap((key) => limiters.map((limiter) => stateOf(limiter, key))),
+    );
+    const shown =
+      keys.length === 0 && notice === undefined
+        ? { text: 'No key found for that value.', error: true }
+        : notice;
+    return this.render(request, 'key', {
+      title: 'A key',
+      content: keyPage(keys, states, ctx, LOOKUP_PARTS, shown),
+    });
+  }
+
+  /** The keys an identity has: as `@Attempt` keys it, and listed keys that end with its caller key. */
+  private async find(part: string, value: string): Promise<string[]> {
+    if (part === 'key') return [value];
+    const { keySecret } = this.source;
+    const direct: string[] = [];
+    let suffix: string | undefined;
+    if (part === 'ip') {
+      if (canonicalIp(value) === undefined) return [];
+      const ip = this.source.clientIp?.(value) ?? canonicalIp(value)!;
+      direct.push(attemptKey('ip', ip, keySecret, { normalize: true }), ipKey(ip));
+      suffix = ipKey(ip);
+    } else if (part === 'apiKey') {
+      suffix = `apiKey:${apiKeyHash(value, keySecret)}`;
+      direct.push(suffix);
+    } else {
+      direct.push(attemptKey(part, value, keySecret));
+    }
+    const found = new Set(direct);
+    if (suffix !== undefined) {
+      const listed = await this.listedKeys();
+      for (const key of listed) {
+        if (found.size >= MAX_FOUND_KEYS) break;
+        if (key.endsWith(`|${suffix}`)) found.add(key);
+      }
+    }
+    return [...found];
+  }
+
+  /** Keys the board lists now: refused in the last 30 minutes, or locked out. */
+  private async listedKeys(): Promise<Set<string>> {
+    const names = (await this.cards()).map((c) => c.name);
+    const [refused, shadow, lockouts] = await Promise.all([
+      this.source.book.topRefusals('refused', names, 30, 1_000),
+      this.source.book.topRefusals('shadow', names, 30, 1_000),
+      this.source.book.lockouts(10_000),
+    ]);
+    return new Set([...refused, ...shadow, ...lockouts].map((r) => r.key));
+  }
+
+  /** This app's policies, then those other apps of the fleet published. */
+  private async cards(): Promise<PolicyCard[]> {
+    const own = this.source.limiters().map(policyCard);
+    const names = new Set(own.map((c) => c.name));
+    const published = (await this.source.book.cards()).filter((c) => !names.has(c.name));
+    return [...own, ...published].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  private context(request: BoardRequest): PageContext {
+    return {
+      base: request.base,
+      csrf: csrfOf(request),
+      readOnly: this.readOnly,
+      now: this.source.book.now(),
+      actionable: new Set(this.source.limiters().map((l) => l.policy.name)),
+    };
+  }
+
+  private render(
+    request: BoardRequest,
+    route: PageRoute,
+    { title, content }: { title: string; content: Html },
+  ): BoardResponse {
+    const csrf = csrfOf(request);
+    const body = page(
+      {
+        base: request.base,
+        page: route,
+        title,
+        readOnly: this.readOnly,
+        now: this.source.book.now(),
+        refreshSeconds: route === 'key' || route === 'audit' ? 0 : 10,
+      },
+      content,
+    );
+    const headers: Record<string, string | string[]> = {
+      'content-type': 'text/html; charset=utf-8',
+      ...SECURITY_HEADERS,
+    };
+    if (cookieOf(request.headers, CSRF_COOKIE) !== csrf) {
+      headers['set-cookie'] = [
+        `${CSRF_COOKIE}=${csrf}; Path=${request.base || '/'}; HttpOnly; SameSite=Strict` +
+          (request.secure ? '; Secure' : ''),
+      ];
+    }
+    return { status: 200, headers, body: request.method === 'HEAD' ? '' : body };
+  }
+
+  private asset(type: string, body: string): BoardResponse {
+    return {
+      status: 200,
+      headers: {
+        'content-type': `${type}; charset=utf-8`,
+        'cache-control': 'no-cache',
+        'x-content-type-options': 'nosniff',
+      },
+      body,
+    };
+  }
+
+  private plain(status: number, message: string): BoardResponse {
+    return {
+      status,
+      headers: { 'content-type': 'text/plain; charset=utf-8', ...SECURITY_HEADERS },
+      body: `${message}\n`,
+    };
+  }
+}
+
+/** What a peek says about one key under one policy. */
+async function stateOf(limiter: Limiter, key: string): Promise<KeyState> {
+  const policy = limiter.policy.name;
+  try {
+    const decision = await limiter.peek(key);
+    if (decision.failure) {
+      return { policy, key, state: { error: `the store failed (${decision.failure.reason})` } };
+    }
+    return {
+      policy,
+      key,
+      state: {
+        allowed: decision.allowed,
+        remaining: decision.allowed ? decision.remaining + 1 : decision.remaining,
+        limit: decision.limit,
+        windowMs: decision.windowMs,
+        retryAfterMs: decision.retryAfterMs,
+        ...(decision.blockedUntil !== undefined && { blockedUntil: decision.blockedUntil }),
+      },
+    };
+  } catch (error) {
+    return {
+      policy,
+      key,
+      state: { error: error instanceof Error ? error.message : String(error) },
+    };
+  }
+}
+
+/** The CSRF token: the request's cookie when it has a well-formed one, else a new one. */
+function csrfOf(request: BoardRequest): string {
+  const held = cookieOf(request.headers, CSRF_COOKIE);
+  if (held !== undefined && /^[A-Za-z0-9_-]{43}$/.test(held)) return held;
+  const memo = request as { csrfMinted?: string };
+  return (memo.csrfMinted ??= randomBytes(32).toString('base64url'));
+}
+
+/** Whether a POST comes from a page of the board's own origin (as far as the browser says). */
+export function sameOrigin(headers: BoardRequest['headers']): boolean {
+  const site = header(headers, 'sec-fetch-site');
+  if (site !== undefined) return site === 'same-origin' || site === 'none';
+  const origin = header(headers, 'origin');
+  if (origin === undefined) return true; // not a browser's cross-site form (they send Origin)
+  if (origin === 'null') return false;
+  let host: string;
+  try {
+    host = new URL(origin).host;
+  } catch {
+    return false;
+  }
+  return host === header(headers, 'host') || host === header(headers, 'x-forwarded-host');
+}
+
+function header(headers: BoardRequest['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A cookie's value from the Cookie header. */
+export function cookieOf(headers: BoardRequest['headers'], name: string): string | undefined {
+  const raw = headers['cookie'];
+  const joined = Array.isArray(raw) ? raw.join('; ') : raw;
+  if (!joined) return undefined;
+  for (const pair of joined.split(';')) {
+    const eq = pair.indexOf('=');
+    if (eq > 0 && pair.slice(0, eq).trim() === name) return pair.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function field(body: BoardRequest['body'], name: string): string | undefined {
+  const value = body?.[name];
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value) && typeof value[0] === 'string') return value[0];
+  return undefined;
+}
+
+function equal(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+function minutesOf(value: string | undefined): number {
+  const minutes = Number(value);
+  return [1, 5, 15, 30].includes(minutes) ? minutes : 5;
+}

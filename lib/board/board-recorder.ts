@@ -1,0 +1,187 @@
+import type { Decision } from '../core/decision';
+import type { DecisionEvents } from '../core/events';
+import type { Limiter } from '../core/limiter';
+import { processWarning, warnEvery } from '../core/warn-every.util';
+import {
+  type BoardBook,
+  type BoardLockout,
+  type BoardOutcome,
+  type BoardRefusal,
+  type PolicyCard,
+  refusalMember,
+} from '../stores/board-book';
+
+/** Distinct refused keys kept between two flushes (more are counted, not listed). */
+export const MAX_PENDING_REFUSALS = 5_000;
+/** Distinct lockouts kept between two flushes. */
+export const MAX_PENDING_LOCKOUTS = 5_000;
+/** How often a recorder publishes its policies (every this many flushes). */
+const CARDS_EVERY = 15;
+
+/** How a {@link BoardRecorder} runs. */
+export interface BoardRecorderOptions {
+  /** How often it writes what it counted to the book, in ms (default 2,000). */
+  readonly flushMs?: number;
+  /** The app's limiters, published as the board's policies. */
+  readonly limiters: () => readonly Limiter[];
+}
+
+/**
+ * Counts what the ops board shows, in this process, and writes it to the store's board book every
+ * `flushMs`: decisions per policy and outcome, refused keys (the refusing key, summed per key and
+ * limit), lockouts seen, and the app's policies. It watches the limiters' decision events (a
+ * function call and a counter per allowed decision: nothing is written on a decision's path) and
+ * writes one script run per flush, whatever the traffic.
+ *
+ * What the figures miss: a flush that fails is dropped (a warning at most once a minute); a
+ * process that dies loses its last `flushMs`; between flushes at most
+ * {@link MAX_PENDING_REFUSALS} distinct refused keys are kept (refusals of further keys are
+ * counted in the rates, not listed).
+ *
+ * @example
+ * const recorder = new BoardRecorder(events, store.board(), { limiters: () => [login] });
+ * recorder.start();
+ */
+export class BoardRecorder {
+  private counts = new Map<string, Map<BoardOutcome, number>>();
+  private refusals = new Map<string, BoardRefusal & { count: number }>();
+  private locks = new Map<string, BoardLockout>();
+  private timer?: NodeJS.Timeout;
+  private unwatch?: () => void;
+  private flushing?: Promise<void>;
+  private flushes = 0;
+  private readonly flushMs: number;
+  private readonly warnFailure = warnEvery(processWarning, 60_000);
+
+  constructor(
+    private readonly events: DecisionEvents,
+    private readonly book: BoardBook,
+    private readonly options: BoardRecorderOptions,
+  ) {
+    const flushMs = options.flushMs ?? 2_000;
+    if (!Number.isSafeInteger(flushMs) || flushMs < 100 || flushMs > 60_000) {
+      throw new RangeError(
+        `board recorder flushMs must be a whole number of ms from 100 to 60000; got ${String(flushMs)}`,
+      );
+    }
+    this.flushMs = flushMs;
+  }
+
+  /** Starts watching decisions and flushing. */
+  start(): void {
+    if (this.unwatch) return;
+    this.unwatch = this.events.watch((decision) => this.see(decision));
+    this.timer = setInterval(() => void this.flush(), this.flushMs);
+    this.timer.unref();
+  }
+
+  /** Stops watching and writes what is left (resolves when written, or when writing failed). */
+  async stop(): Promise<void> {
+    this.unwatch?.();
+    this.unwatch = undefined;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.flushing;
+    await this.flush();
+  }
+
+  /** Counts one decision (the events' watcher). */
+  see(decision: Decision): void {
+    const outcome = outcomeOf(decision);
+    if (outcome === undefined) return;
+    let byOutcome = this.counts.get(decision.policy);
+    if (!byOutcome) this.counts.set(decision.policy, (byOutcome = new Map<BoardOutcome, number>()));
+    byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
+    if (outcome === 'allowed' || outcome === 'failed') return;
+    const by = decision.blockedBy;
+    if (by === undefined) return;
+    this.refused({
+      policy: decision.policy,
+      kind: outcome === 'shadow-refused' ? 'shadow' : 'refused',
+      key: by.key,
+      limit: decision.blockedUntil === undefined ? by.limit : 0,
+      windowMs: decision.blockedUntil === undefined ? by.windowMs : 0,
+      count: 1,
+    });
+    if (decision.blockedUntil !== undefined && outcome === 'blocked') {
+      const member = `${decision.policy}\n${by.key}`;
+      const held = this.locks.get(member);
+      if (held) {
+        if (decision.blockedUntil > held.until) {
+          this.locks.set(member, { ...held, until: decision.blockedUntil });
+        }
+      } else if (this.locks.size < MAX_PENDING_LOCKOUTS) {
+        this.locks.set(member, {
+          policy: decision.policy,
+          key: by.key,
+          until: decision.blockedUntil,
+          since: decision.receipt.at,
+        });
+      }
+    }
+  }
+
+  /** Writes what was counted since the last flush (one script run on Redis). */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    const counts = [...this.counts].flatMap(([policy, byOutcome]) =>
+      [...byOutcome].map(([outcome, count]) => ({ policy, outcome, count })),
+    );
+    const refusals = [...this.refusals.values()];
+    const lockouts = [...this.locks.values()];
+    const cards = this.flushes++ % CARDS_EVERY === 0 ? this.cards() : [];
+    this.counts = new Map();
+    this.refusals = new Map();
+    this.locks = new Map();
+    if (counts.length + refusals.length + lockouts.length + cards.length === 0) {
+      return Promise.resolve();
+    }
+    const flushing = this.book
+      .record({ counts, refusals, lockouts, cards })
+      .catch((error: unknown) => {
+        const reason = error instanceof Error ? error.message : String(error);
+        this.warnFailure(() => `redlimit: the ops board's figures could not be written: ${reason}`);
+      })
+      .finally(() => {
+        if (this.flushing === flushing) this.flushing = undefined;
+      });
+    this.flushing = flushing;
+    return flushing;
+  }
+
+  private refused(refusal: BoardRefusal): void {
+    const member = `${refusal.kind}\n${refusal.policy}\n${refusalMember(refusal)}`;
+    const held = this.refusals.get(member);
+    if (held) held.count++;
+    else if (this.refusals.size < MAX_PENDING_REFUSALS) this.refusals.set(member, { ...refusal });
+  }
+
+  private cards(): PolicyCard[] {
+    return this.options.limiters().map(policyCard);
+  }
+}
+
+/** What the board counts a decision as (undefined: a stack part another part refused). */
+export function outcomeOf(decision: Decision): BoardOutcome | undefined {
+  if (decision.shadowRefused) return 'shadow-refused';
+  if (decision.failure && decision.failure.failMode !== 'memory') return 'failed';
+  if (decision.allowed) return 'allowed';
+  if (decision.blockedUntil !== undefined) return 'blocked';
+  if (decision.blockedBy === undefined) return decision.failure ? 'failed' : undefined;
+  return 'refused';
+}
+
+/** A limiter's policy as the board shows it. */
+export function policyCard(limiter: Limiter): PolicyCard {
+  const { policy } = limiter;
+  const burst = policy.limits[0]?.burst;
+  return {
+    name: policy.name,
+    algorithm: policy.algorithm,
+    limits: policy.limits.map(({ limit, windowMs }) => ({ limit, windowMs })),
+    ...(burst !== undefined && burst !== policy.limits[0]?.limit && { burst }),
+    ...(policy.block && { block: { ...policy.block } }),
+    shadow: policy.shadow === true,
+    failMode: limiter.failMode,
+  };
+}

@@ -1,0 +1,192 @@
+/**
+ * The ops board over HTTP on Express and Fastify, on a MemoryStore and on Redis: authorisation,
+ * pages, the look-up (a POST: no identity in a URL), unlock with its CSRF token and audit entry,
+ * read-only mode. The browser specs (test/browser/board.spec.ts) drive the same board in Chromium.
+ */
+import type { Redis } from 'ioredis';
+import { attemptKey, MemoryStore, RedisStore, type Store } from '../../../lib/nest';
+import { RedlimitBoard } from '../../../lib/nest/board/redlimit-board.service';
+import { createTestClient, uniquePrefix } from '../../support/redis';
+import { PLATFORMS, type RunningApp, startApp } from '../support/app';
+import { boardApp, OPS_HEADER, OPS_TOKEN } from './board.app';
+
+const SECRET = 'a-key-secret-of-the-test-app';
+const OPS = { [OPS_HEADER]: OPS_TOKEN, 'x-ops-user': 'ada' };
+
+type StoreKind = 'memory' | 'redis';
+
+describe.each(PLATFORMS)('ops board on %s', (platform) => {
+  describe.each<StoreKind>(['memory', 'redis'])('with a %s store', (kind) => {
+    let client: Redis | undefined;
+    let store: Store;
+    let running: RunningApp;
+
+    beforeAll(async () => {
+      if (kind === 'redis') {
+        client = createTestClient();
+        store = new RedisStore({ client, prefix: uniquePrefix('board') });
+      } else {
+        store = new MemoryStore();
+      }
+      running = await startApp(boardApp(store), platform);
+    });
+
+    afterAll(async () => {
+      await running.close();
+      await client?.quit();
+    });
+
+    /** A GET of a board page with the operator's header; the CSRF cookie and token it carries. */
+    async function page(
+      route = '',
+    ): Promise<{ status: number; body: string; cookie?: string; csrf?: string }> {
+      const response = await running.request(`/ops/limits${route}`, { headers: OPS });
+      const body = await response.text();
+      const setCookie = response.headers.get('set-cookie') ?? undefined;
+      const cookie = setCookie?.split(';')[0];
+      const csrf = /name="csrf" value="([^"]+)"/.exec(body)?.[1];
+      return { status: response.status, body, ...(cookie && { cookie }), ...(csrf && { csrf }) };
+    }
+
+    function post(route: string, fields: Record<string, string>, headers: Record<string, string>) {
+      return fetch(`${running.url}/ops/limits/${route}`, {
+        method: 'POST',
+        headers: { ...OPS, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(fields).toString(),
+      });
+    }
+
+    async function failLogins(email: string, times: number): Promise<number[]> {
+      const codes: number[] = [];
+      for (let i = 0; i < times; i++) {
+        const response = await running.request('/login', {
+          method: 'POST',
+          body: { email, password: 'wrong' },
+        });
+        codes.push(response.status);
+      }
+      return codes;
+    }
+
+    async function flush(): Promise<void> {
+      await running.app.get(RedlimitBoard).flush();
+    }
+
+    it('answers 403 without authorisation, for pages, assets and actions', async () => {
+      for (const path of ['', '/refusing', '/locked', '/audit', '/assets/board.css']) {
+        expect((await running.request(`/ops/limits${path}`)).status).toBe(403);
+      }
+      const unlock = await running.request('/ops/limits/unlock', {
+        method: 'POST',
+        body: { policy: 'login', key: 'email:x' },
+      });
+      expect(unlock.status).toBe(403);
+    });
+
+    it('lists the policies with their settings', async () => {
+      const { status, body } = await page();
+      expect(status).toBe(200);
+      expect(body).toContain('<strong>login</strong>');
+      expect(body).toContain('3/15m');
+      expect(body).toContain('block 10m ×2');
+      expect(body).toContain('<strong>preview</strong> <span class="tag shadow">shadow</span>');
+    });
+
+    it('shows a locked-out key, and unlocks it with a POST carrying the CSRF token', async () => {
+      const email = `locked-${platform}-${kind}@example.com`;
+      const key = attemptKey('email', email, SECRET);
+      expect(await failLogins(email, 5)).toEqual([201, 201, 201, 429, 429]);
+      await flush();
+
+      const locked = await page('/locked');
+      expect(locked.body).toContain(key);
+      const refusing = await page('/refusing');
+      expect(refusing.body).toContain(key);
+
+      // Without the cookie, or with another token: refused, nothing reset.
+      const noCookie = await post('unlock', { policy: 'login', key, csrf: locked.csrf! }, {});
+      expect(noCookie.status).toBe(403);
+      const wrong = await post(
+        'unlock',
+        { policy: 'login', key, csrf: 'x'.repeat(43) },
+        { cookie: locked.cookie! },
+      );
+      expect(wrong.status).toBe(403);
+      const crossSite = await post(
+        'unlock',
+        { policy: 'login', key, csrf: locked.csrf! },
+        { cookie: locked.cookie!, 'sec-fetch-site': 'cross-site' },
+      );
+      expect(crossSite.status).toBe(403);
+      expect(await failLogins(email, 1)).toEqual([429]);
+
+      const unlocked = await post(
+        'unlock',
+        { policy: 'login', key, csrf: locked.csrf! },
+        { cookie: locked.cookie! },
+      );
+      expect(unlocked.status).toBe(200);
+      expect(await unlocked.text()).toContain('Unlocked login for this key');
+      expect(await failLogins(email, 1)).toEqual([201]);
+
+      const audit = await page('/audit');
+      expect(audit.body).toContain('ada');
+      expect(audit.body).toContain(key);
+      expect(audit.body).toMatch(/<td>unlock<\/td>/);
+    });
+
+    it('finds a key from an email typed in the look-up box (POST), hashed as the app does', async () => {
+      const email = `Lookup-${platform}-${kind}@Example.com`;
+      await failLogins(email, 4);
+      const { cookie, csrf } = await page('/key');
+      const response = await post(
+        'key',
+        { part: 'email', value: ` ${email} `, csrf: csrf! },
+        { cookie: cookie! },
+      );
+      const body = await response.text();
+      expect(response.status).toBe(200);
+      expect(body).toContain(attemptKey('email', email, SECRET));
+      expect(body).toMatch(/locked out until/);
+      expect(body).not.toContain(email.trim());
+    });
+
+    it('counts a shadow policy’s refusals on the Shadow page, and refuses no one', async () => {
+      const codes: number[] = [];
+      for (let i = 0; i < 3; i++) codes.push((await running.request('/preview')).status);
+      expect(codes).toEqual([200, 200, 200]);
+      await flush();
+      const shadow = await page('/shadow');
+      expect(shadow.body).toContain('<h2>preview</h2>');
+      expect(shadow.body).toMatch(/ip:127\.0\.0\.1/);
+    });
+
+    it('draws each policy’s rates once the recorder has written them', async () => {
+      await running.request('/search');
+      await flush();
+      const { body } = await page();
+      expect(body).toMatch(/<polyline class="allowed"/);
+    });
+  });
+
+  it('hides and refuses actions in read-only mode', async () => {
+    const store = new MemoryStore();
+    const running = await startApp(boardApp(store, { readOnly: true }), platform);
+    try {
+      const response = await running.request('/ops/limits/locked', { headers: OPS });
+      const body = await response.text();
+      expect(body).toContain('read-only');
+      const cookie = response.headers.get('set-cookie')!.split(';')[0]!;
+      const csrf = /name="csrf" value="([^"]+)"/.exec(body)?.[1] ?? cookie.split('=')[1]!;
+      const unlock = await fetch(`${running.url}/ops/limits/unlock`, {
+        method: 'POST',
+        headers: { ...OPS, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ policy: 'login', key: 'email:x', csrf }).toString(),
+      });
+      expect(unlock.status).toBe(403);
+      expect(body).not.toContain('>Unlock<');
+    } finally {
+      await running.close();
+    }
+  });
+});
