@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { usageError } from './cli.error';
 
 /** The commands of `redlimit`. */
-export const COMMANDS = ['policies', 'peek', 'reset', 'revoke-devices'] as const;
+export const COMMANDS = ['policies', 'peek', 'reset', 'revoke-devices', 'board'] as const;
 
 /** One of {@link COMMANDS}. */
 export type CommandName = (typeof COMMANDS)[number];
@@ -45,6 +45,14 @@ export interface CliArgs {
   readonly exact: boolean;
   /** `--dotenv`: a dotenv file read under the environment (variables already set win). */
   readonly dotenv?: string;
+  /** `board`: the port to listen on (default 4040; 0 for any free port). */
+  readonly port: number;
+  /** `board`: the address to listen on (default 127.0.0.1). */
+  readonly host: string;
+  /** `board`: actions hidden and refused. */
+  readonly readOnly: boolean;
+  /** `board`: the access token (default: a random one). */
+  readonly token?: string;
 }
 
 const COMMAND_LIST = `${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS[COMMANDS.length - 1]!}`;
@@ -83,6 +91,10 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
         key: { type: 'string', multiple: true, default: [] },
         route: { type: 'string' },
         ip: { type: 'string', multiple: true, default: [] },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'read-only': { type: 'boolean', default: false },
+        token: { type: 'string' },
       },
     });
   } catch (error) {
@@ -105,6 +117,10 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     help: values.help,
     version: values.version,
     timeoutMs: timeout(values.timeout),
+    port: port(values.port),
+    host: values.host ?? '127.0.0.1',
+    readOnly: values['read-only'],
+    ...(values.token !== undefined && { token: boardToken(values.token) }),
     ...(values.route !== undefined && { route: values.route }),
     ...(values.redis !== undefined && { redis: values.redis }),
     ...(values.cluster !== undefined && { cluster: values.cluster }),
@@ -129,10 +145,32 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     return { ...base, command: name };
   }
   if (name === 'revoke-devices') return { ...base, command: name };
+  if (name === 'board') {
+    if (policy !== undefined) throw usageError(`board takes no arguments; got '${policy}'`);
+    return { ...base, command: name };
+  }
   if (policy === undefined && !values.help) {
     throw usageError(`${name} needs a policy name and keys: redlimit ${name} <policy> <key…>`);
   }
   return { ...base, command: name, ...(policy !== undefined && { policy }) };
+}
+
+function port(value: string | undefined): number {
+  if (value === undefined) return 4040;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65_535) {
+    throw usageError(`--port ${JSON.stringify(value)}: expected a port number from 0 to 65535`);
+  }
+  return n;
+}
+
+function boardToken(value: string): string {
+  if (!/^[A-Za-z0-9_-]{16,200}$/.test(value)) {
+    throw usageError(
+      '--token: expected 16 to 200 letters, digits, - or _ (a token a browser cookie can hold)',
+    );
+  }
+  return value;
 }
 
 function timeout(value: string | undefined): number {

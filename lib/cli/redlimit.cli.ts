@@ -9,6 +9,7 @@ import { readDotenv, withDotenv } from './cli-dotenv.util';
 import { callerKeys, loginKeys } from './cli-keys.util';
 import { connectRedis } from './cli-redis.util';
 import { CliError, EXIT_CODES, type ExitCode, usageError } from './cli.error';
+import { serveBoard } from './board.command';
 import { peekCommand } from './peek.command';
 import { type CommandOutput, policiesCommand } from './policies.command';
 import { resetCommand } from './reset.command';
@@ -22,6 +23,8 @@ export interface CliIo {
   readonly stdout: { write(text: string): unknown };
   /** Errors: one line each. */
   readonly stderr: { write(text: string): unknown };
+  /** Stops a command that serves (`board`); default: SIGINT or SIGTERM. */
+  readonly signal?: AbortSignal;
 }
 
 /** `redlimit --help`. */
@@ -35,6 +38,8 @@ Commands:
   reset <policy> <key…>    deletes the policy's state for the keys: full budget again (unlock)
   revoke-devices <login…>  every trusted-device token of the logins is untrusted from now on
                            (RedlimitDevices.revokeAll); logins as part=value or --key part:hash
+  board                    serves the ops board (policies, refusals, lockouts, unlock, audit)
+                           until interrupted; prints a login link that carries an access token
 
 Keys:
   part=value               an @Attempt part, normalised and hashed as the app does:
@@ -57,6 +62,9 @@ Options:
   --prefix PREFIX          instead of REDLIMIT_PREFIX (default rl:)
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
   --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
+  --port N, --host ADDR    board: where to listen (default 4040 on 127.0.0.1)
+  --read-only              board: show figures only, no unlock
+  --token TOKEN            board: the access token (default: a random one; 16+ of A-Z a-z 0-9 - _)
   --dotenv PATH            read variables from a dotenv file too (variables already set win),
                            e.g. the app's own: --dotenv sample/redlimit.env
   -h, --help               this help
@@ -75,6 +83,7 @@ Examples:
   redlimit reset login email=alice@example.com
   redlimit reset links --route 'LinksController.create /links' --ip 203.0.113.7 --json
   redlimit revoke-devices email=alice@example.com
+  redlimit board --redis redis://10.0.0.5:6379 --port 4040
 `;
 
 /**
@@ -97,6 +106,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return EXIT_CODES.ok;
     }
     const env = args.dotenv === undefined ? io.env : withDotenv(io.env, readDotenv(args.dotenv));
+    if (args.command === 'board') {
+      await boardUntilStopped(args, cliConfig(args, env), io);
+      return EXIT_CODES.ok;
+    }
     const output = await execute(args, cliConfig(args, env));
     io.stdout.write(args.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
     return EXIT_CODES.ok;
@@ -131,6 +144,48 @@ async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput>
     );
     return args.command === 'peek' ? peekCommand(limiter, keys) : resetCommand(limiter, keys);
   });
+}
+
+/** `redlimit board`: serves the board until `io.signal` (or SIGINT / SIGTERM) stops it. */
+async function boardUntilStopped(args: CliArgs, config: CliConfig, io: CliIo): Promise<void> {
+  const stopped = io.signal ?? interrupted();
+  await withStore(args, config, async (store) => {
+    let board;
+    try {
+      board = await serveBoard(store, config, {
+        port: args.port,
+        host: args.host,
+        readOnly: args.readOnly,
+        timeoutMs: args.timeoutMs,
+        ...(args.token !== undefined && { token: args.token }),
+      });
+    } catch (error) {
+      throw usageError(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
+    }
+    io.stdout.write(
+      `redlimit board${args.readOnly ? ' (read-only)' : ''} at ${board.url}\n` +
+        `open ${board.loginUrl}\n`,
+    );
+    await new Promise<void>((resolve) => {
+      if (stopped.aborted) resolve();
+      else stopped.addEventListener('abort', () => resolve(), { once: true });
+    });
+    await board.close();
+    return { json: {}, text: '' };
+  });
+}
+
+/** Aborts on the first SIGINT or SIGTERM. */
+function interrupted(): AbortSignal {
+  const controller = new AbortController();
+  const stop = () => {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    controller.abort();
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+  return controller.signal;
 }
 
 /** Connects (once the input is known to be good), runs `work` on the store, disconnects. */
