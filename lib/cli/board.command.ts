@@ -126,7 +126,7 @@ export async function serveBoard(
         actor,
       });
       for (const [name, value] of Object.entries(answer.headers)) {
-        res.setHeader(name, value as string | string[]);
+        res.setHeader(name, value);
       }
       res.statusCode = answer.status;
       res.end(answer.body);

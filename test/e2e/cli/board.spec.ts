@@ -48,7 +48,7 @@ async function serve(args: readonly string[]): Promise<Served> {
   return {
     url: new URL(login).origin,
     cookie,
-    stop: async () => {
+    stop: () => {
       controller.abort();
       return done;
     },
