@@ -72,7 +72,7 @@ describe.each([
   let limiter: Limiter;
   let recorder: BoardRecorder;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     client = connect();
     prefix = uniquePrefix('cli-board');
     const store = new RedisStore({ client, prefix });
