@@ -3,7 +3,11 @@
 // each with its own `RedisStore` on one private redis-server (and a `MemoryStore`), called in
 // alternating rounds so the machine's noise falls on both alike.
 //
-//   npx ts-node --transpile-only bench/core-ab.ts --baseline DIR [--rounds 12] [--calls 20000]
+//   npx ts-node --transpile-only bench/core-ab.ts --baseline DIR [--rounds 12] [--calls 20000] [--board]
+//
+// `--board`: this checkout's limiters report to decision events that the ops board's recorder
+// watches (as RedlimitBoardModule sets them up), flushing to the store's board book every 2 s: the
+// cost of the board's bookkeeping on the allowed path.
 //
 // Shapes: fixed window on 1 key, coalesced (64 in flight) and `coalesce: false` (one at a time);
 // 2 keys coalesced; token bucket coalesced; an attempt (`begin()` then keep) coalesced; fixed
@@ -14,6 +18,7 @@
 import Redis from 'ioredis';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { BoardRecorder } from '../lib/board/board-recorder';
 import { benchRedis } from './support/redis.util';
 import { bootstrapMedian, seededRandom, withInterval } from './support/stats.util';
 
@@ -38,9 +43,11 @@ interface Build {
 
 const NEVER = 1_000_000_000;
 
-function build(name: string, url: string, libDir: string | undefined): Build {
+function build(name: string, url: string, libDir: string | undefined, board = false): Build {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- chosen at run time (A/B)
   const lib = require(libDir ? resolve(libDir) : '../lib') as Lib;
+  const events = board ? new lib.DecisionEvents() : undefined;
+  const options = events ? { events } : {};
   const clients = [new Redis(url), new Redis(url)];
   const prefix = `ab:${name.replace(/\W/g, '')}:${Date.now()}`;
   const coalesced = new lib.RedisStore({ client: clients[0]!, prefix });
@@ -53,12 +60,21 @@ function build(name: string, url: string, libDir: string | undefined): Build {
     limit: NEVER,
     window: '1h',
   };
-  const fw = new lib.Limiter(coalesced, fixed);
-  const fwAlone = new lib.Limiter(alone, fixed);
-  const tb = new lib.Limiter(coalesced, bucket);
-  const fwMemory = new lib.Limiter(memory, fixed);
+  const fw = new lib.Limiter(coalesced, fixed, options);
+  const fwAlone = new lib.Limiter(alone, fixed, options);
+  const tb = new lib.Limiter(coalesced, bucket, options);
+  const fwMemory = new lib.Limiter(memory, fixed, options);
   // (From issue 30 on, a limiter with this fail mode makes its process beat in the store's fleet.)
-  const fwFleet = new lib.Limiter(coalesced, { ...fixed, name: 'fwm', failMode: 'memory' });
+  const fwFleet = new lib.Limiter(
+    coalesced,
+    { ...fixed, name: 'fwm', failMode: 'memory' },
+    options,
+  );
+  // One recorder, as an app has (on the store its module uses).
+  const recorders = events
+    ? [new BoardRecorder(events, coalesced.board(), { limiters: () => [fw, tb, fwFleet] })]
+    : [];
+  for (const recorder of recorders) recorder.start();
   return {
     name,
     run: {
@@ -71,6 +87,7 @@ function build(name: string, url: string, libDir: string | undefined): Build {
       memory: () => fwMemory.consume('caller'),
     },
     close: async () => {
+      for (const recorder of recorders) await recorder.stop();
       await Promise.all(clients.map((c) => c.quit()));
     },
   };
@@ -123,6 +140,7 @@ async function main(): Promise<void> {
       calls: { type: 'string', default: '20000' },
       shapes: { type: 'string', default: SHAPES.map((s) => s.shape).join(',') },
       seed: { type: 'string', default: '7' },
+      board: { type: 'boolean', default: false },
     },
   });
   if (!values.baseline) throw new Error('--baseline DIR is required (a checkout of lib/ and lua/)');
@@ -132,7 +150,7 @@ async function main(): Promise<void> {
   const redis = await benchRedis(undefined);
   const admin = new Redis(redis.url);
   const builds = [
-    build('this checkout', redis.url, undefined),
+    build('this checkout', redis.url, undefined, values.board),
     build('baseline', redis.url, resolve(values.baseline, 'lib')),
   ];
   for (const b of builds)
