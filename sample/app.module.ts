@@ -3,7 +3,12 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { APP_GUARD } from '@nestjs/core';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { RedlimitGuard, RedlimitModule, redlimitOptionsFromEnv } from '../lib/nest';
+import {
+  RedlimitBoardModule,
+  RedlimitGuard,
+  RedlimitModule,
+  redlimitOptionsFromEnv,
+} from '../lib/nest';
 import { AuthController } from './auth.controller';
 import { AuthService } from './auth.service';
 import { CompletionsController } from './completions.controller';
@@ -43,8 +48,29 @@ import { LinksController } from './links.controller';
         return { ...options, devices: { ...options.devices, secret } };
       },
     }),
+    // The ops board at /ops/limits, for browsers on this machine only (the TCP peer, not a
+    // header: a proxy in front would make every visitor look local). A real app authorises its
+    // operators here (a session, a guard) and names them in `actor` for the audit.
+    RedlimitBoardModule.forRoot({
+      path: '/ops/limits',
+      authorize: (request) => isLoopback(peerAddress(request)),
+      actor: () => 'local operator',
+    }),
   ],
   controllers: [AuthController, LinksController, CompletionsController, HealthController],
   providers: [AuthService, { provide: APP_GUARD, useClass: RedlimitGuard }],
 })
 export class AppModule {}
+
+/** The TCP peer of an Express or Fastify request. */
+function peerAddress(request: unknown): string | undefined {
+  const req = request as {
+    socket?: { remoteAddress?: string };
+    raw?: { socket?: { remoteAddress?: string } };
+  };
+  return req.socket?.remoteAddress ?? req.raw?.socket?.remoteAddress;
+}
+
+function isLoopback(address: string | undefined): boolean {
+  return address === '::1' || /^(::ffff:)?127\./.test(address ?? '');
+}

@@ -16,7 +16,8 @@ async function bootstrap(): Promise<void> {
   new Logger('sample').log(
     `listening on ${url}: POST /auth/sign-in {"email","password"}, ` +
       'POST /links {"url"}, GET /links, POST /completions, GET /health; ' +
-      'POST /auth/unlock {"email","ip"} with Authorization: Bearer $REDLIMIT_SAMPLE_ADMIN_TOKEN',
+      'POST /auth/unlock {"email","ip"} with Authorization: Bearer $REDLIMIT_SAMPLE_ADMIN_TOKEN; ' +
+      `the ops board at ${url}/ops/limits (from this machine)`,
   );
 }
 
