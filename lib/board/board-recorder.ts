@@ -3,6 +3,7 @@ import type { DecisionEvents } from '../core/events';
 import type { Limiter } from '../core/limiter';
 import { processWarning, warnEvery } from '../core/warn-every.util';
 import {
+  BOARD_OUTCOMES,
   type BoardBook,
   type BoardLockout,
   type BoardOutcome,
@@ -43,7 +44,7 @@ export interface BoardRecorderOptions {
  * recorder.start();
  */
 export class BoardRecorder {
-  private counts = new Map<string, Map<BoardOutcome, number>>();
+  private counts = new Map<string, Record<BoardOutcome, number>>();
   private refusals = new Map<string, BoardRefusal & { count: number }>();
   private locks = new Map<string, BoardLockout>();
   private timer?: NodeJS.Timeout;
@@ -89,9 +90,9 @@ export class BoardRecorder {
   see(decision: Decision): void {
     const outcome = outcomeOf(decision);
     if (outcome === undefined) return;
-    let byOutcome = this.counts.get(decision.policy);
-    if (!byOutcome) this.counts.set(decision.policy, (byOutcome = new Map<BoardOutcome, number>()));
-    byOutcome.set(outcome, (byOutcome.get(outcome) ?? 0) + 1);
+    let counts = this.counts.get(decision.policy);
+    if (!counts) this.counts.set(decision.policy, (counts = zeroCounts()));
+    counts[outcome]++;
     if (outcome === 'allowed' || outcome === 'failed') return;
     const by = decision.blockedBy;
     if (by === undefined) return;
@@ -125,7 +126,11 @@ export class BoardRecorder {
   flush(): Promise<void> {
     if (this.flushing) return this.flushing;
     const counts = [...this.counts].flatMap(([policy, byOutcome]) =>
-      [...byOutcome].map(([outcome, count]) => ({ policy, outcome, count })),
+      BOARD_OUTCOMES.filter((outcome) => byOutcome[outcome] > 0).map((outcome) => ({
+        policy,
+        outcome,
+        count: byOutcome[outcome],
+      })),
     );
     const refusals = [...this.refusals.values()];
     const lockouts = [...this.locks.values()];
@@ -159,6 +164,10 @@ export class BoardRecorder {
   private cards(): PolicyCard[] {
     return this.options.limiters().map(policyCard);
   }
+}
+
+function zeroCounts(): Record<BoardOutcome, number> {
+  return { allowed: 0, refused: 0, blocked: 0, failed: 0, 'shadow-refused': 0 };
 }
 
 /** What the board counts a decision as (undefined: a stack part another part refused). */

@@ -40,9 +40,12 @@ local function main()
       tonumber(ARGV[5]))
     local members = {}
     for j = 1, #listed, 2 do members[#members + 1] = listed[j] end
+    -- HMGET a thousand at a time (unpack has a limit of a few thousand values).
     local seen = {}
-    if #members > 0 then seen = rcall('HMGET', KEYS[2], unpack(members)) end
-    for j = 1, #seen do seen[j] = seen[j] or '' end
+    for j = 1, #members, 1000 do
+      local part = rcall('HMGET', KEYS[2], unpack(members, j, math.min(j + 999, #members)))
+      for p = 1, #part do seen[#seen + 1] = part[p] or '' end
+    end
     return { now, listed, seen }
   elseif mode == 'cards' then
     return { now, rcall('HGETALL', KEYS[1]) }
