@@ -278,7 +278,7 @@ export class BoardApp {
     };
     if (cookieOf(request.headers, CSRF_COOKIE) !== csrf) {
       headers['set-cookie'] = [
-        `${CSRF_COOKIE}=${csrf}; Path=${request.base || '/'}; HttpOnly; SameSite=Strict` +
+        `${CSRF_COOKIE}=${csrf}; Path=${cookiePath(request.base)}; HttpOnly; SameSite=Strict` +
           (request.secure ? '; Secure' : ''),
       ];
     }
@@ -341,6 +341,11 @@ function csrfOf(request: BoardRequest): string {
   if (held !== undefined && /^[A-Za-z0-9_-]{43}$/.test(held)) return held;
   const memo = request as { csrfMinted?: string };
   return (memo.csrfMinted ??= randomBytes(32).toString('base64url'));
+}
+
+/** The CSRF cookie's path: the board's, when it is a plain path (else the whole site). */
+function cookiePath(base: string): string {
+  return /^(\/[A-Za-z0-9._~%-]+)+$/.test(base) ? base : '/';
 }
 
 /** Whether a POST comes from a page of the board's own origin (as far as the browser says). */
