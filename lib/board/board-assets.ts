@@ -68,9 +68,17 @@ export const BOARD_JS = `'use strict';
   });
   var main = document.getElementById('main');
   var seconds = main ? Number(main.getAttribute('data-refresh')) : 0;
-  if (!seconds || document.querySelector('form[method=post] input[name=value]:focus')) return;
+  if (!seconds) return;
+  // Never while someone is typing: a look-up half filled in, or any field that has focus.
+  function busy() {
+    var active = document.activeElement;
+    if (active && (active.tagName === 'INPUT' || active.tagName === 'SELECT')) return true;
+    var fields = main.querySelectorAll('input[type=text]');
+    for (var i = 0; i < fields.length; i++) if (fields[i].value) return true;
+    return false;
+  }
   setInterval(function () {
-    if (document.hidden || document.activeElement && document.activeElement.tagName === 'INPUT') return;
+    if (document.hidden || busy()) return;
     fetch(window.location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (body) {
