@@ -1,6 +1,7 @@
 import type { Decision } from '../core/decision';
 import type { DecisionEvents } from '../core/events';
 import type { Limiter } from '../core/limiter';
+import { asError } from '../core/values.util';
 import { processWarning, warnEvery } from '../core/warn-every.util';
 import {
   BOARD_OUTCOMES,
@@ -8,6 +9,7 @@ import {
   type BoardLockout,
   type BoardOutcome,
   type BoardRefusal,
+  type BoardWrite,
   type PolicyCard,
   refusalMember,
 } from '../stores/board-book';
@@ -141,8 +143,7 @@ export class BoardRecorder {
     if (counts.length + refusals.length + lockouts.length + cards.length === 0) {
       return Promise.resolve();
     }
-    const flushing = this.book
-      .record({ counts, refusals, lockouts, cards })
+    const flushing = this.record({ counts, refusals, lockouts, cards })
       .catch((error: unknown) => {
         const reason = error instanceof Error ? error.message : String(error);
         this.warnFailure(() => `redlimit: the ops board's figures could not be written: ${reason}`);
@@ -152,6 +153,15 @@ export class BoardRecorder {
       });
     this.flushing = flushing;
     return flushing;
+  }
+
+  /** The book's write, as a promise even when the book throws at once (a clock that broke). */
+  private record(write: BoardWrite): Promise<void> {
+    try {
+      return this.book.record(write);
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
   }
 
   private refused(refusal: BoardRefusal): void {
