@@ -128,6 +128,7 @@ export class MemoryBoardBook implements BoardBook {
   }
 
   audit(count: number): Promise<AuditEntry[]> {
+    if (!(count >= 1)) return Promise.resolve([]); // (slice(-0) would be all of them)
     return Promise.resolve(this.entries.slice(-count).reverse());
   }
 
