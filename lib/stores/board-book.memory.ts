@@ -93,6 +93,7 @@ export class MemoryBoardBook implements BoardBook {
     minutes: number,
     top: number,
   ): Promise<BoardRefusal[]> {
+    if (!(top >= 1)) return Promise.resolve([]);
     const now = this.now();
     this.forget(now);
     const from = now - (now % REFUSAL_BUCKET_MS) - (minutes - 1) * REFUSAL_BUCKET_MS;

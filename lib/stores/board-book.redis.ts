@@ -131,7 +131,8 @@ export class RedisBoardBook implements BoardBook {
     minutes: number,
     top: number,
   ): Promise<BoardRefusal[]> {
-    if (policies.length === 0) return [];
+    // (ZREVRANGE 0 -1 would be every key.)
+    if (policies.length === 0 || !(top >= 1)) return [];
     const now = this.now();
     const span = Math.max(1, Math.min(Math.floor(minutes), BOARD_KEEP_MS / REFUSAL_BUCKET_MS));
     const last = now - (now % REFUSAL_BUCKET_MS);
