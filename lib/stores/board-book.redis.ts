@@ -164,7 +164,9 @@ export class RedisBoardBook implements BoardBook {
     const rows: BoardLockout[] = [];
     for (let j = 0; j + 1 < listed.length; j += 2) {
       const until = Number(listed[j + 1]);
-      const since = Number(seen[j / 2]) || until;
+      // '' when the first sighting is missing; 0 is one (a clock at 0).
+      const seenAt = seen[j / 2] === '' ? Number.NaN : Number(seen[j / 2]);
+      const since = Number.isFinite(seenAt) ? seenAt : until;
       const row = lockoutOf(String(listed[j]), until, since);
       if (row) rows.push(row);
     }
