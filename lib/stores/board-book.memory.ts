@@ -16,6 +16,7 @@ import {
   type RateCount,
   REFUSAL_BUCKET_MS,
   refusalMember,
+  refusalSpan,
   refusalOf,
   type RefusalKind,
 } from './board-book';
@@ -96,7 +97,7 @@ export class MemoryBoardBook implements BoardBook {
     if (!(top >= 1)) return Promise.resolve([]);
     const now = this.now();
     this.forget(now);
-    const from = now - (now % REFUSAL_BUCKET_MS) - (minutes - 1) * REFUSAL_BUCKET_MS;
+    const from = now - (now % REFUSAL_BUCKET_MS) - (refusalSpan(minutes) - 1) * REFUSAL_BUCKET_MS;
     const rows: BoardRefusal[] = [];
     for (const policy of policies) {
       const sums = new Map<string, number>();

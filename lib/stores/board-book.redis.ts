@@ -19,6 +19,7 @@ import {
   type RateCount,
   REFUSAL_BUCKET_MS,
   refusalMember,
+  refusalSpan,
   refusalOf,
   type RefusalKind,
 } from './board-book';
@@ -100,7 +101,10 @@ export class RedisBoardBook implements BoardBook {
     const now = this.now();
     const first = Math.max(sinceMs, now - BOARD_KEEP_MS);
     const starts: number[] = [];
-    for (let at = first - (first % RATE_BUCKET_MS); at <= now; at += RATE_BUCKET_MS) {
+    let start = first - (first % RATE_BUCKET_MS);
+    // A bucket is read until BOARD_KEEP_MS after it began, as the memory book keeps it.
+    if (start + BOARD_KEEP_MS <= now) start += RATE_BUCKET_MS;
+    for (let at = start; at <= now; at += RATE_BUCKET_MS) {
       starts.push(at);
     }
     const [, buckets] = await this.read(
@@ -134,7 +138,7 @@ export class RedisBoardBook implements BoardBook {
     // (ZREVRANGE 0 -1 would be every key.)
     if (policies.length === 0 || !(top >= 1)) return [];
     const now = this.now();
-    const span = Math.max(1, Math.min(Math.floor(minutes), BOARD_KEEP_MS / REFUSAL_BUCKET_MS));
+    const span = refusalSpan(minutes);
     const last = now - (now % REFUSAL_BUCKET_MS);
     const keys = [`${this.base}:tmp`];
     for (const policy of policies) {

@@ -170,6 +170,12 @@ export interface BoardBook {
   appendAudit(entry: Omit<AuditEntry, 'at'>): Promise<AuditEntry>;
 }
 
+/** How many minutes of refusals a read of `minutes` covers: 1 to 30 (whole minutes, at least one). */
+export function refusalSpan(minutes: number): number {
+  const whole = Number.isFinite(minutes) ? Math.floor(minutes) : 1;
+  return Math.max(1, Math.min(whole, BOARD_KEEP_MS / REFUSAL_BUCKET_MS));
+}
+
 /** The member a lockout is listed under. */
 export function lockoutMember(policy: string, key: string): string {
   return JSON.stringify([policy, key]);
