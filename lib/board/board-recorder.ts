@@ -109,16 +109,20 @@ export class BoardRecorder {
     if (decision.blockedUntil !== undefined && outcome === 'blocked') {
       const member = `${decision.policy}\n${by.key}`;
       const held = this.locks.get(member);
+      const at = decision.receipt.at;
       if (held) {
-        if (decision.blockedUntil > held.until) {
-          this.locks.set(member, { ...held, until: decision.blockedUntil });
-        }
+        this.locks.set(member, {
+          ...held,
+          until: Math.max(held.until, decision.blockedUntil),
+          lastSeen: Math.max(held.lastSeen ?? held.since, at),
+        });
       } else if (this.locks.size < MAX_PENDING_LOCKOUTS) {
         this.locks.set(member, {
           policy: decision.policy,
           key: by.key,
           until: decision.blockedUntil,
-          since: decision.receipt.at,
+          since: at,
+          lastSeen: at,
         });
       }
     }

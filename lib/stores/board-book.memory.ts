@@ -19,6 +19,7 @@ import {
   refusalSpan,
   refusalOf,
   type RefusalKind,
+  UNLOCK_MEMORY_MS,
 } from './board-book';
 
 /**
@@ -33,6 +34,8 @@ export class MemoryBoardBook implements BoardBook {
   private readonly locks = new Map<string, { until: number; since: number }>();
   private readonly policies = new Map<string, PolicyCard>();
   private readonly entries: AuditEntry[] = [];
+  /** Unlocks of the last {@link UNLOCK_MEMORY_MS}: lockout member → when (oldest first). */
+  private readonly unlocked = new Map<string, number>();
 
   constructor(private readonly clock: () => number) {}
 
@@ -62,8 +65,11 @@ export class MemoryBoardBook implements BoardBook {
       const set = byMinute.get(minute);
       if (set && set.size > MAX_REFUSED_KEYS) dropLowest(set, set.size - MAX_REFUSED_KEYS);
     }
-    for (const { policy, key, until, since } of write.lockouts) {
+    this.forgetUnlocks(now);
+    for (const { policy, key, until, since, lastSeen } of write.lockouts) {
       const member = lockoutMember(policy, key);
+      const unlockedAt = this.unlocked.get(member);
+      if (unlockedAt !== undefined && (lastSeen ?? since) <= unlockedAt) continue;
       const held = this.locks.get(member);
       if (!held || held.until <= now)
         this.locks.set(member, { until, since: Math.min(since, now) });
@@ -139,7 +145,11 @@ export class MemoryBoardBook implements BoardBook {
     this.entries.push(stored);
     if (this.entries.length > MAX_AUDIT) this.entries.splice(0, this.entries.length - MAX_AUDIT);
     if (entry.action === 'unlock' && entry.policy !== undefined && entry.key !== undefined) {
-      this.locks.delete(lockoutMember(entry.policy, entry.key));
+      const member = lockoutMember(entry.policy, entry.key);
+      this.locks.delete(member);
+      this.forgetUnlocks(stored.at);
+      this.unlocked.delete(member);
+      this.unlocked.set(member, stored.at);
     }
     return Promise.resolve(stored);
   }
@@ -161,6 +171,13 @@ export class MemoryBoardBook implements BoardBook {
         if (minute + BOARD_KEEP_MS <= now) byMinute.delete(minute);
       }
       if (byMinute.size === 0) this.refused.delete(name);
+    }
+  }
+
+  private forgetUnlocks(now: number): void {
+    for (const [member, at] of this.unlocked) {
+      if (at + UNLOCK_MEMORY_MS > now) break;
+      this.unlocked.delete(member);
     }
   }
 

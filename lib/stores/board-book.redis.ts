@@ -22,6 +22,7 @@ import {
   refusalSpan,
   refusalOf,
   type RefusalKind,
+  UNLOCK_MEMORY_MS,
 } from './board-book';
 import type { ScriptId } from './scripts';
 
@@ -63,6 +64,7 @@ export class RedisBoardBook implements BoardBook {
       `${this.base}:locks`,
       `${this.base}:lock-since`,
       `${this.base}:policies`,
+      `${this.base}:unlocked`,
     ];
     const args: Array<string | number> = [
       this.scriptNow(),
@@ -78,8 +80,8 @@ export class RedisBoardBook implements BoardBook {
     args.push(write.cards.length);
     for (const card of write.cards) args.push(card.name, JSON.stringify(card));
     args.push(write.lockouts.length);
-    for (const { policy, key, until, since } of write.lockouts) {
-      args.push(lockoutMember(policy, key), until, since);
+    for (const { policy, key, until, since, lastSeen } of write.lockouts) {
+      args.push(lockoutMember(policy, key), until, since, lastSeen ?? since);
     }
     const minute = now - (now % REFUSAL_BUCKET_MS);
     const sets = new Map<string, BoardRefusal[]>();
@@ -226,8 +228,13 @@ export class RedisBoardBook implements BoardBook {
         : '';
     const at = await this.run(
       'board/audit',
-      [`${this.base}:audit`, `${this.base}:locks`, `${this.base}:lock-since`],
-      [this.scriptNow(), 0, 1, AUDIT_KEEP_MS, MAX_AUDIT, unlocks, ...fields],
+      [
+        `${this.base}:audit`,
+        `${this.base}:locks`,
+        `${this.base}:lock-since`,
+        `${this.base}:unlocked`,
+      ],
+      [this.scriptNow(), 0, 1, AUDIT_KEEP_MS, MAX_AUDIT, unlocks, UNLOCK_MEMORY_MS, ...fields],
     );
     return { at: Number(at), ...entry };
   }

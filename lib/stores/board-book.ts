@@ -45,6 +45,11 @@ export interface BoardLockout {
   readonly until: number;
   /** When the board first saw it (the store's clock): about when it started. */
   readonly since: number;
+  /**
+   * When a recorder last saw it refuse (the store's clock; default `since`). A lockout unlocked
+   * at or after this instant is not listed again by a flush that comes later.
+   */
+  readonly lastSeen?: number;
 }
 
 /** A policy as the board shows it (the fleet's apps publish theirs). */
@@ -129,6 +134,8 @@ export const MAX_REFUSED_KEYS = 1_000;
 export const MAX_LOCKOUTS = 10_000;
 /** Audit entries kept (the oldest are dropped). */
 export const MAX_AUDIT = 10_000;
+/** How long the board remembers an unlock, so a late flush does not list that lockout again. */
+export const UNLOCK_MEMORY_MS = 10 * 60_000;
 /** How long the audit is kept after its last entry. */
 export const AUDIT_KEEP_MS = 90 * 24 * 3_600_000;
 /** How long a policy card is kept after its app last published it. */

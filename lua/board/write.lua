@@ -9,10 +9,13 @@ list when its last lockout ends.
 
 KEYS   [1] counts of the current bucket (hash)  [2] lockouts (zset: member → end)
        [3] when each lockout was first seen (hash)  [4] policy cards (hash)
-       [5…] the current minute's refusal sets, one per group of ARGV (zsets: member → count)
+       [5] recent unlocks (zset: member → when; a lockout last seen refusing at or before its
+       unlock is not listed again)
+       [6…] the current minute's refusal sets, one per group of ARGV (zsets: member → count)
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset (unused)  [3] unused
        [4] keep ms  [5] card keep ms  [6] maxSet  [7] maxLocks
-       then n, n × (field, count); c, c × (policy name, card); l, l × (member, end, first seen);
+       then n, n × (field, count); c, c × (policy name, card);
+       l, l × (member, end, first seen, last seen);
        then for each refusal set: k, k × (member, count)
 Return the number of lockouts listed
 ]]
@@ -39,8 +42,10 @@ local function main()
   i = i + 1
   for _ = 1, l do
     local member, ends, seen = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-    i = i + 3
-    if ends > now then
+    local last = tonumber(ARGV[i + 3])
+    i = i + 4
+    local unlocked = tonumber(rcall('ZSCORE', KEYS[5], member))
+    if ends > now and not (unlocked and last <= unlocked) then
       local held = tonumber(rcall('ZSCORE', locks, member))
       if not held or held <= now then
         rcall('HSET', since, member, math.min(seen, now))
@@ -72,7 +77,7 @@ local function main()
     rcall('PEXPIRE', locks, life)
     rcall('PEXPIRE', since, life)
   end
-  for s = 5, #KEYS do
+  for s = 6, #KEYS do
     local set = KEYS[s]
     local k = tonumber(ARGV[i])
     i = i + 1

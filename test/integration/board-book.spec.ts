@@ -388,10 +388,27 @@ describe.each(stores)('$name store: the ops board book', (backend) => {
         ['api', 'ip:1'],
         ['login', 'ip:2'],
       ]);
-      // A recorder that saw the lockout again later lists it as a new one.
+      // A flush of what a recorder saw before the unlock does not list it again…
+      const unlockedAt = clock.now;
       clock.advance(SECOND);
       await book.record(
-        write({ lockouts: [{ policy: 'login', key: 'ip:1', until: t0 + MINUTE, since: t0 }] }),
+        write({
+          lockouts: [
+            { policy: 'login', key: 'ip:1', until: t0 + MINUTE, since: t0, lastSeen: unlockedAt },
+          ],
+        }),
+      );
+      expect((await book.lockouts(10)).map((l) => [l.policy, l.key])).toEqual([
+        ['api', 'ip:1'],
+        ['login', 'ip:2'],
+      ]);
+      // …a recorder that saw the lockout refuse after the unlock lists it as a new one.
+      await book.record(
+        write({
+          lockouts: [
+            { policy: 'login', key: 'ip:1', until: t0 + MINUTE, since: t0, lastSeen: clock.now },
+          ],
+        }),
       );
       expect((await book.lockouts(1))[0]).toEqual({
         policy: 'login',
@@ -540,6 +557,7 @@ describe.each(stores)('$name store: the ops board book', (backend) => {
           'lock-since',
           'policies',
           'audit',
+          'unlocked',
           `x:refused:${t0}:login`,
           `x:shadow:${t0}:login`,
           `x:refused:${t0 + MINUTE}:api`,

@@ -221,7 +221,7 @@ describe('BoardRecorder', () => {
     expect(held.blockedUntil).toBe(t0 + MINUTE);
     await recorder.flush();
     expect(book.writes[0]!.lockouts).toEqual([
-      { policy: 'otp', key: 'ip:1', until: t0 + MINUTE, since: t0 },
+      { policy: 'otp', key: 'ip:1', until: t0 + MINUTE, since: t0, lastSeen: t0 + 30_000 },
     ]);
     // A lockout refuses on limit 0 (no window).
     expect(book.writes[0]!.refusals).toEqual([
@@ -239,7 +239,7 @@ describe('BoardRecorder', () => {
     expect(again.blockedUntil).toBe(t1 + 2 * MINUTE);
     await recorder.flush();
     expect(book.writes[1]!.lockouts).toEqual([
-      { policy: 'otp', key: 'ip:1', until: t1 + 2 * MINUTE, since: t1 },
+      { policy: 'otp', key: 'ip:1', until: t1 + 2 * MINUTE, since: t1, lastSeen: t1 },
     ]);
     // Between two flushes, a lockout that ended and started again is one: its latest end, seen
     // first at the first one's start.
@@ -251,7 +251,13 @@ describe('BoardRecorder', () => {
     await o.consume('ip:2'); // then for two
     await recorder.flush();
     expect(book.writes[2]!.lockouts).toEqual([
-      { policy: 'otp', key: 'ip:2', until: clock.now + 2 * MINUTE, since: t2 },
+      {
+        policy: 'otp',
+        key: 'ip:2',
+        until: clock.now + 2 * MINUTE,
+        since: t2,
+        lastSeen: clock.now,
+      },
     ]);
     // A lockout in shadow mode is a shadow refusal, not a lockout.
     const s = limiter({ ...otp, name: 'otp-shadow', shadow: true }, { onShadowRefusal: () => {} });
