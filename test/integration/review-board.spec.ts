@@ -285,3 +285,53 @@ describe.each(stores)('$name store: counts the board shows (defences that held)'
     expect([sum('c', 'allowed'), sum('c', 'shadow-refused')]).toEqual([1, 1]);
   });
 });
+
+describe.each(stores)('$name store: the largest flushes (defences that held)', (backend) => {
+  it('writes flushes of 5,000 refusals and 5,000 lockouts, trims lockouts past 10,000 (soonest ends first), reads 10,000 back, and every key it writes expires', async () => {
+    const clock = new TestClock();
+    const book = (backend.store(clock) as unknown as { board(): BoardBook }).board();
+    const now = clock.now;
+    for (let flush = 0; flush < 3; flush++) {
+      const lockouts = Array.from({ length: 5_000 }, (_, i) => ({
+        policy: 'login',
+        key: `email:${flush}-${i}`,
+        until: now + 60_000 * (flush + 1) + i,
+        since: now,
+      }));
+      const refusals = Array.from({ length: 5_000 }, (_, i) => ({
+        policy: 'login',
+        kind: 'refused' as const,
+        key: `ip:${flush}-${i}`,
+        limit: 5,
+        windowMs: 60_000,
+        count: 1 + (i % 7),
+      }));
+      await book.record({ counts: [], refusals, lockouts, cards: [] });
+    }
+    const listed = await book.lockouts(10_000);
+    expect(listed).toHaveLength(10_000);
+    // The 5,000 ending soonest (the first flush's) were dropped.
+    expect(listed.some((l) => l.key.startsWith('email:0-'))).toBe(false);
+    expect(listed.every((l) => l.since === now)).toBe(true);
+    const top = await book.topRefusals('refused', ['login'], 1, 1_000);
+    expect(top).toHaveLength(1_000);
+    expect(top[0]!.count).toBe(7);
+    await book.appendAudit({
+      actor: 'ada',
+      action: 'unlock',
+      via: 'board',
+      policy: 'login',
+      key: 'email:2-1',
+    });
+    await book.rates(0);
+    if (backend.keys) {
+      // Every key of the book expires (the look-up's scratch key is gone).
+      const client = backend.client as Redis | Cluster;
+      const prefix = (book as unknown as { base: string }).base;
+      const keys = await backend.keys(`${prefix}:*`);
+      expect(keys.length).toBeGreaterThan(0);
+      expect(keys.some((k) => k.endsWith(':tmp'))).toBe(false);
+      for (const key of keys) expect([key, (await client.pttl(key)) > 0]).toEqual([key, true]);
+    }
+  });
+});

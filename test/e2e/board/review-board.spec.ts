@@ -40,7 +40,8 @@ import {
   withPage,
 } from '../../support/browser';
 import { startFreezableRedis } from '../../support/freezable-redis';
-import { uniquePrefix } from '../../support/redis';
+import { redisUrl, uniquePrefix } from '../../support/redis';
+import { type CliIo, runCli } from '../../../lib/cli/redlimit.cli';
 import { collectingLogger, type Platform, PLATFORMS } from '../support/app';
 
 jest.setTimeout(60_000);
@@ -456,6 +457,47 @@ describe.each(PLATFORMS)('ops board under attack on %s', (platform) => {
     });
   });
 
+  describe('an app with a global prefix', () => {
+    it('serves the board under it: links, forms and the CSRF cookie’s path follow, and an unlock works (defence holds)', async () => {
+      const running = await start(reviewApp(), platform, (app) => app.setGlobalPrefix('api'));
+      try {
+        const response = await fetch(`${running.url}/tagged`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"tag":"p"}',
+        });
+        expect(response.status).toBe(404); // the route moved under /api too
+        for (let i = 0; i < 2; i++) {
+          await fetch(`${running.url}/api/tagged`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"tag":"p"}',
+          });
+        }
+        await running.app.get(RedlimitBoard).flush();
+        expect((await fetch(`${running.url}/ops/limits`, { headers: OPS })).status).toBe(404);
+        const locked = await fetch(`${running.url}/api/ops/limits/locked`, { headers: OPS });
+        const body = await locked.text();
+        const setCookie = locked.headers.get('set-cookie')!;
+        expect(setCookie).toContain('Path=/api/ops/limits;');
+        expect(body).toContain('action="/api/ops/limits/unlock"');
+        const csrf = /name="csrf" value="([^"]+)"/.exec(body)![1]!;
+        const unlock = await fetch(`${running.url}/api/ops/limits/unlock`, {
+          method: 'POST',
+          headers: {
+            ...OPS,
+            cookie: setCookie.split(';')[0]!,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          body: form({ policy: 'tagged', key: 'tag:p', csrf }),
+        });
+        expect(unlock.status).toBe(200);
+      } finally {
+        await running.close();
+      }
+    });
+  });
+
   describe('an app with CORS open to any origin, with credentials (app.enableCors)', () => {
     let running: Running;
     beforeAll(async () => {
@@ -552,4 +594,79 @@ describeBrowser('ops board in Chromium: a key with a line break', () => {
       }
     },
   );
+});
+
+describe('redlimit board (the CLI)', () => {
+  /** Starts `redlimit board` in this process; resolves once it printed its login link. */
+  async function serve(args: readonly string[]) {
+    const controller = new AbortController();
+    let out = '';
+    let printed!: () => void;
+    const ready = new Promise<void>((resolve) => (printed = resolve));
+    const write = (text: string) => {
+      out += text;
+      if (out.includes('open http')) printed();
+    };
+    const io: CliIo = {
+      env: {},
+      stdout: { write },
+      stderr: { write },
+      signal: controller.signal,
+    };
+    const done = runCli(
+      ['board', '--port', '0', '--redis', redisUrl(), '--prefix', uniquePrefix('cli'), ...args],
+      io,
+    );
+    await Promise.race([ready, done.then(() => Promise.reject(new Error(out)))]);
+    return {
+      out: () => out,
+      login: /open (\S+)/.exec(out)![1]!,
+      stop: () => {
+        controller.abort();
+        return done;
+      },
+    };
+  }
+
+  it('signs in from the login link only: the token leaves the URL, its cookie is HttpOnly and SameSite=Strict, another local origin cannot act (defence holds)', async () => {
+    const board = await serve(['--token', 'a-sixteen-char-token-for-review']);
+    try {
+      const signIn = await fetch(board.login, { redirect: 'manual' });
+      expect(signIn.status).toBe(303);
+      expect(signIn.headers.get('location')).toBe('/');
+      const setCookie = signIn.headers.get('set-cookie')!;
+      expect(setCookie).toMatch(/HttpOnly/);
+      expect(setCookie).toMatch(/SameSite=Strict/);
+      const origin = new URL(board.login).origin;
+      const cookie = setCookie.split(';')[0]!;
+      const page = await fetch(`${origin}/key`, { headers: { cookie } });
+      const csrfCookie = page.headers.get('set-cookie')!.split(';')[0]!;
+      const csrf = /name="csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+      // A page of another port of 127.0.0.1 is same-site (cookies ignore ports): refused.
+      const fromAnotherPort = await fetch(`${origin}/unlock`, {
+        method: 'POST',
+        headers: {
+          cookie: `${cookie}; ${csrfCookie}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          'sec-fetch-site': 'same-site',
+          origin: 'http://127.0.0.1:3000',
+        },
+        body: new URLSearchParams({ policy: 'login', key: 'user:x', csrf }).toString(),
+      });
+      expect(fromAnotherPort.status).toBe(403);
+      expect((await fetch(`${origin}/locked?token=wrong-token-of-16-chars`)).status).toBe(403);
+    } finally {
+      expect(await board.stop()).toBe(0);
+    }
+  });
+
+  it('warns when --host serves the board beyond this machine (plain HTTP: the token and its cookie travel in clear)', async () => {
+    const board = await serve(['--host', '0.0.0.0']);
+    try {
+      expect(board.login).toMatch(/^http:\/\/0\.0\.0\.0:\d+\/\?token=/);
+      expect(board.out()).toMatch(/warn/i);
+    } finally {
+      expect(await board.stop()).toBe(0);
+    }
+  });
 });
