@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Decision } from '../core/decision';
 import type { DecisionEvents } from '../core/events';
 import type { Limiter } from '../core/limiter';
@@ -14,10 +15,16 @@ import {
   refusalMember,
 } from '../stores/board-book';
 
-/** Distinct refused keys kept between two flushes (more are counted, not listed). */
-export const MAX_PENDING_REFUSALS = 5_000;
-/** Distinct lockouts kept between two flushes. */
-export const MAX_PENDING_LOCKOUTS = 5_000;
+/**
+ * Distinct refused keys kept per policy and kind between two flushes. When a policy's list is
+ * full, the half refused least is dropped (their refusals stay counted in the rates): keys refused
+ * often stay listed however many one-off keys a flood brings.
+ */
+export const MAX_PENDING_REFUSALS = 1_000;
+/** Distinct lockouts kept per policy between two flushes (when full, the half ending soonest go). */
+export const MAX_PENDING_LOCKOUTS = 1_000;
+/** The longest key the board keeps as it is; a longer one is shortened (see {@link boardKey}). */
+export const MAX_BOARD_KEY = 512;
 /** How often a recorder publishes its policies (every this many flushes). */
 const CARDS_EVERY = 15;
 
@@ -47,8 +54,10 @@ export interface BoardRecorderOptions {
  */
 export class BoardRecorder {
   private counts = new Map<string, Record<BoardOutcome, number>>();
-  private refusals = new Map<string, BoardRefusal & { count: number }>();
-  private locks = new Map<string, BoardLockout>();
+  /** `kind\npolicy` → member → refusal. */
+  private refusals = new Map<string, Map<string, BoardRefusal & { count: number }>>();
+  /** Policy → key → lockout. */
+  private locks = new Map<string, Map<string, BoardLockout>>();
   private timer?: NodeJS.Timeout;
   private unwatch?: () => void;
   private flushing?: Promise<void>;
@@ -101,30 +110,13 @@ export class BoardRecorder {
     this.refused({
       policy: decision.policy,
       kind: outcome === 'shadow-refused' ? 'shadow' : 'refused',
-      key: by.key,
+      key: boardKey(by.key),
       limit: decision.blockedUntil === undefined ? by.limit : 0,
       windowMs: decision.blockedUntil === undefined ? by.windowMs : 0,
       count: 1,
     });
     if (decision.blockedUntil !== undefined && outcome === 'blocked') {
-      const member = `${decision.policy}\n${by.key}`;
-      const held = this.locks.get(member);
-      const at = decision.receipt.at;
-      if (held) {
-        this.locks.set(member, {
-          ...held,
-          until: Math.max(held.until, decision.blockedUntil),
-          lastSeen: Math.max(held.lastSeen ?? held.since, at),
-        });
-      } else if (this.locks.size < MAX_PENDING_LOCKOUTS) {
-        this.locks.set(member, {
-          policy: decision.policy,
-          key: by.key,
-          until: decision.blockedUntil,
-          since: at,
-          lastSeen: at,
-        });
-      }
+      this.lockedOut(decision.policy, boardKey(by.key), decision.blockedUntil, decision.receipt.at);
     }
   }
 
@@ -138,8 +130,8 @@ export class BoardRecorder {
         count: byOutcome[outcome],
       })),
     );
-    const refusals = [...this.refusals.values()];
-    const lockouts = [...this.locks.values()];
+    const refusals = [...this.refusals.values()].flatMap((group) => [...group.values()]);
+    const lockouts = [...this.locks.values()].flatMap((group) => [...group.values()]);
     const cards = this.flushes++ % CARDS_EVERY === 0 ? this.cards() : [];
     this.counts = new Map();
     this.refusals = new Map();
@@ -169,10 +161,41 @@ export class BoardRecorder {
   }
 
   private refused(refusal: BoardRefusal): void {
-    const member = `${refusal.kind}\n${refusal.policy}\n${refusalMember(refusal)}`;
-    const held = this.refusals.get(member);
-    if (held) held.count++;
-    else if (this.refusals.size < MAX_PENDING_REFUSALS) this.refusals.set(member, { ...refusal });
+    const name = `${refusal.kind}\n${refusal.policy}`;
+    let group = this.refusals.get(name);
+    if (!group) this.refusals.set(name, (group = new Map()));
+    const member = refusalMember(refusal);
+    const held = group.get(member);
+    if (held) {
+      held.count++;
+      return;
+    }
+    if (group.size >= MAX_PENDING_REFUSALS) {
+      // The half refused least go (ties: the latest first), so a key refused often is never
+      // crowded out by one-off keys.
+      const ranked = [...group].sort((a, b) => b[1].count - a[1].count);
+      for (const [dropped] of ranked.slice(MAX_PENDING_REFUSALS / 2)) group.delete(dropped);
+    }
+    group.set(member, { ...refusal });
+  }
+
+  private lockedOut(policy: string, key: string, until: number, at: number): void {
+    let group = this.locks.get(policy);
+    if (!group) this.locks.set(policy, (group = new Map()));
+    const held = group.get(key);
+    if (held) {
+      group.set(key, {
+        ...held,
+        until: Math.max(held.until, until),
+        lastSeen: Math.max(held.lastSeen ?? held.since, at),
+      });
+      return;
+    }
+    if (group.size >= MAX_PENDING_LOCKOUTS) {
+      const ranked = [...group].sort((a, b) => b[1].until - a[1].until);
+      for (const [dropped] of ranked.slice(MAX_PENDING_LOCKOUTS / 2)) group.delete(dropped);
+    }
+    group.set(key, { policy, key, until, since: at, lastSeen: at });
   }
 
   private cards(): PolicyCard[] {
@@ -182,6 +205,24 @@ export class BoardRecorder {
 
 function zeroCounts(): Record<BoardOutcome, number> {
   return { allowed: 0, refused: 0, blocked: 0, failed: 0, 'shadow-refused': 0 };
+}
+
+/**
+ * A caller key as the board keeps it: as it is up to {@link MAX_BOARD_KEY} characters, else its
+ * first 200 characters, `…#` and 43 characters of its SHA-256 (a key built from what a client
+ * sent can be long; the board's memory stays bounded). A shortened key is shown, not acted on.
+ */
+export function boardKey(key: string): string {
+  if (key.length <= MAX_BOARD_KEY) return key;
+  return `${key.slice(0, 200)}${SHORTENED}${createHash('sha256').update(key).digest('base64url')}`;
+}
+
+/** What separates a shortened key's start from its digest. */
+const SHORTENED = '\u2026#';
+
+/** Whether the board shortened this key (see {@link boardKey}). */
+export function isShortenedKey(key: string): boolean {
+  return key.length === 200 + SHORTENED.length + 43 && key.slice(200, 202) === SHORTENED;
 }
 
 /** What the board counts a decision as (undefined: a stack part another part refused). */
