@@ -4,6 +4,8 @@
  * confirm() accepted or dismissed), the look-up box (no identity in a URL), the same with the
  * page's scripts disabled, read-only mode, and the script's refresh of a page's figures in place.
  * Each scenario starts without cookies (a first visit: the CSRF cookie is set by its first page).
+ * Two `it.failing` pin what is broken today (an unlocked key listed again as locked out; a refresh
+ * resetting a half-filled look-up form): flip them to `it` once fixed.
  * test/e2e/board/board.spec.ts covers the HTTP side (CSRF refusals, status codes) without a browser.
  */
 import type { Redis } from 'ioredis';
@@ -342,26 +344,55 @@ describeBrowser('ops board in Chromium', () => {
     });
   });
 
-  // The script's refresh is the same GET on both platforms: one app is enough. Each of these waits
-  // for one refresh (every 10 s on these pages), bounded by the harness's page timeout.
-  describe('the refresh script (on express)', () => {
+  // What follows does not depend on the platform: one app, on Express, whose recorder writes only
+  // when the spec flushes. The refresh tests wait for one refresh (every 10 s on these pages),
+  // bounded by the harness's page timeout.
+  describe('on express, the board written only when flushed', () => {
     let running: RunningApp | undefined;
 
     beforeAll(async () => {
-      const store = new RedisStore({ client: client!, prefix: uniquePrefix('board-refresh') });
-      running = await startApp(boardApp(store), 'express');
+      const store = new RedisStore({ client: client!, prefix: uniquePrefix('board-flushed') });
+      running = await startApp(boardApp(store, { flushMs: 60_000 }), 'express');
     });
 
     afterAll(async () => {
       await running?.close();
     });
 
+    // Broken: a lockout the recorder saw before an unlock but wrote after it (at its next flush)
+    // is listed again on Locked out, with its old end, though the key is unlocked: the unlock's
+    // audit entry takes the lockout off the list, the later write puts it back. With the default
+    // flushMs (2 s), a user who keeps trying while locked out makes this likely. Flip to `it`
+    // once a write no longer brings back a lockout unlocked after it was seen.
+    it.failing(
+      'keeps an unlocked key off Locked out though its lockout is written after',
+      async () => {
+        const email = 'unlocked-then-listed@example.com';
+        const key = await lockOut(running!, email);
+        expect(await failLogins(running!, email, 1)).toEqual([429]); // seen, not written yet
+
+        await asOperator(async (page) => {
+          page.on('dialog', (dialog: Dialog) => void dialog.accept());
+          await open(page, running!, `${BOARD}/locked`);
+          await clickAndWait(page, unlockButton(key));
+          expect(await visibleText(page, '.notice')).toContain(UNLOCKED);
+          expect(await failLogins(running!, email, 1)).toEqual([201]);
+
+          await running!.app.get(RedlimitBoard).flush();
+          await follow(page, 'Locked out');
+          expect((await rowTexts(page)).filter((r) => r.includes(key))).toEqual([]);
+        });
+      },
+    );
+
     it('refreshes the Locked out page’s figures in place, without a navigation', async () => {
       await asOperator(async (page) => {
+        const email = 'refreshed@example.com';
+        const key = attemptKey('email', email, SECRET);
         await open(page, running!, `${BOARD}/locked`);
-        expect(await visibleText(page, 'main')).toContain('Nothing to show.');
+        expect((await rowTexts(page)).filter((r) => r.includes(key))).toEqual([]);
 
-        const key = await lockOut(running!, 'refreshed@example.com');
+        await lockOut(running!, email);
         await nextRefresh(page);
 
         expect((await rowTexts(page)).some((r) => r.includes(key))).toBe(true);
