@@ -162,10 +162,20 @@ describeBrowser('ops board in Chromium', () => {
 
     it('loads every page from the navigation, styled, with its heading', async () => {
       await asOperator(async (page) => {
+        // Errors of the board's pages (the browser's own /favicon.ico request, a 404 of the app,
+        // is none of the board's).
         const errors: string[] = [];
+        const board = (url: string | undefined) => !url?.endsWith('/favicon.ico');
         page.on('pageerror', (error) => errors.push(String(error)));
         page.on('console', (message) => {
-          if (message.type() === 'error') errors.push(message.text());
+          if (message.type() === 'error' && board(message.location().url)) {
+            errors.push(`${message.text()} (${message.location().url})`);
+          }
+        });
+        page.on('response', (response) => {
+          if (response.status() >= 400 && board(response.url())) {
+            errors.push(`${response.status()} ${response.url()}`);
+          }
         });
 
         await open(page, running!, `${BOARD}/audit`);
