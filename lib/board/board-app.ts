@@ -26,8 +26,10 @@ export const CSRF_COOKIE = 'redlimit_board_csrf';
 export const LOOKUP_PARTS = ['email', 'ip', 'user', 'apiKey', 'phone', 'username'] as const;
 /** Keys the look-up finds at most (direct forms and listed keys that end with them). */
 const MAX_FOUND_KEYS = 10;
+/** Lockouts the Locked out page shows (it says when more are running). */
+const LOCKOUTS_SHOWN = 500;
 /** Longest value the look-up box or an action accepts. */
-const MAX_FIELD = 2_048;
+const MAX_FIELD = 4_096;
 
 const SECURITY_HEADERS = {
   'cache-control': 'no-store',
@@ -78,6 +80,9 @@ export class BoardApp {
 
   private async route(request: BoardRequest): Promise<BoardResponse> {
     const { method, route } = request;
+    // Another site's script (fetch, XHR, <script>, <img>) never reads the board, even where the
+    // app opens CORS; following a link from elsewhere (a navigation) is fine.
+    if (crossSiteRead(request.headers)) return this.plain(403, 'Cross-site request refused');
     if (route === 'assets/board.css') return this.asset('text/css', BOARD_CSS);
     if (route === 'assets/board.js') return this.asset('text/javascript', BOARD_JS);
     const known = PAGES.some(([r]) => r === route) || route === 'unlock';
@@ -119,9 +124,15 @@ export class BoardApp {
         };
       }
       case 'locked': {
-        const [lockouts, cards] = await Promise.all([book.lockouts(500), this.cards()]);
+        const [lockouts, cards] = await Promise.all([
+          book.lockouts(LOCKOUTS_SHOWN + 1),
+          this.cards(),
+        ]);
         const byPolicy = new Map(cards.map((c) => [c.name, c]));
-        return { title: 'Locked out', content: lockoutsPage(lockouts, byPolicy, ctx) };
+        return {
+          title: 'Locked out',
+          content: lockoutsPage(lockouts, byPolicy, ctx, LOCKOUTS_SHOWN),
+        };
       }
       case 'key':
         return { title: 'A key', content: keyPage([], [], ctx, LOOKUP_PARTS) };
@@ -139,8 +150,12 @@ export class BoardApp {
     }
     const ctx = this.context(request);
     if (route === 'key') {
-      const part = field(request.body, 'part') ?? 'key';
-      const value = field(request.body, 'value') ?? '';
+      let part = field(request.body, 'part') ?? 'key';
+      let value = field(request.body, 'value') ?? '';
+      if (part === 'key64') {
+        part = 'key';
+        value = fromKey64(value) ?? '';
+      }
       if (value.trim() === '' || value.length > MAX_FIELD) {
         return this.keyResponse(request, ctx, [], {
           text: 'Give a value to look up.',
@@ -154,7 +169,8 @@ export class BoardApp {
     }
     if (this.readOnly) return this.plain(403, 'The board is read-only');
     const policy = field(request.body, 'policy') ?? '';
-    const key = field(request.body, 'key') ?? '';
+    const encoded = field(request.body, 'key64');
+    const key = (encoded !== undefined ? fromKey64(encoded) : field(request.body, 'key')) ?? '';
     const limiter = byName(this.source.limiters()).get(policy);
     if (limiter === undefined) {
       return this.keyResponse(request, ctx, key ? [key] : [], {
@@ -348,6 +364,13 @@ function cookiePath(base: string): string {
   return /^(\/[A-Za-z0-9._~%-]+)+$/.test(base) ? base : '/';
 }
 
+/** Whether the browser says another site's page asks for this without navigating to it. */
+function crossSiteRead(headers: BoardRequest['headers']): boolean {
+  const site = header(headers, 'sec-fetch-site');
+  if (site !== 'cross-site' && site !== 'same-site') return false;
+  return header(headers, 'sec-fetch-mode') !== 'navigate';
+}
+
 /** Whether a POST comes from a page of the board's own origin (as far as the browser says). */
 export function sameOrigin(headers: BoardRequest['headers']): boolean {
   const site = header(headers, 'sec-fetch-site');
@@ -392,6 +415,13 @@ function equal(a: string, b: string): boolean {
   const x = Buffer.from(a);
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** A key a form carried as base64url (see `key64`), or undefined when it is not one. */
+function fromKey64(value: string): string | undefined {
+  if (!/^[A-Za-z0-9_-]*$/.test(value)) return undefined;
+  const key = Buffer.from(value, 'base64url').toString('utf8');
+  return Buffer.from(key, 'utf8').toString('base64url') === value ? key : undefined;
 }
 
 function minutesOf(value: string | undefined): number {

@@ -69,22 +69,21 @@ export const BOARD_JS = `'use strict';
   var main = document.getElementById('main');
   var seconds = main ? Number(main.getAttribute('data-refresh')) : 0;
   if (!seconds) return;
-  // Never while someone is typing: a look-up half filled in, or any field that has focus.
-  function busy() {
-    var active = document.activeElement;
-    if (active && (active.tagName === 'INPUT' || active.tagName === 'SELECT')) return true;
-    var fields = main.querySelectorAll('input[type=text]');
-    for (var i = 0; i < fields.length; i++) if (fields[i].value) return true;
-    return false;
-  }
   setInterval(function () {
-    if (document.hidden || busy()) return;
+    if (document.hidden) return;
     fetch(window.location.href, { credentials: 'same-origin', headers: { accept: 'text/html' } })
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (body) {
         if (!body) return;
         var next = new DOMParser().parseFromString(body, 'text/html').getElementById('main');
-        if (next) main.innerHTML = next.innerHTML;
+        if (!next) return;
+        // The look-up form is kept as it is (what is typed in it, and the focus).
+        var kept = main.querySelector('form.lookup');
+        var focused = kept && kept.contains(document.activeElement) ? document.activeElement : null;
+        main.innerHTML = next.innerHTML;
+        var fresh = main.querySelector('form.lookup');
+        if (kept && fresh) fresh.replaceWith(kept);
+        if (focused) focused.focus();
       })
       .catch(function () {});
   }, seconds * 1000);

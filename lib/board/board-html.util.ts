@@ -1,9 +1,13 @@
 // HTML for the ops board: escaping, the page frame, small forms. Every value that did not come
 // from this file goes through `text()` (or `attr()` inside attribute values).
 
-/** Markup that is already safe (built here from escaped parts). */
-export interface Html {
-  readonly html: string;
+/**
+ * Markup that is already safe: only this file makes it (from escaped parts), so no value from the
+ * store or a request can pass for it, whatever its shape.
+ */
+export class Html {
+  /** @internal */
+  constructor(readonly html: string) {}
 }
 
 /** Safe markup from a template: interpolated strings and numbers are escaped, Html is kept. */
@@ -12,19 +16,19 @@ export function html(strings: TemplateStringsArray, ...values: unknown[]): Html 
   values.forEach((value, i) => {
     out += render(value) + strings[i + 1]!;
   });
-  return { html: out };
+  return new Html(out);
 }
 
 /** Several pieces of markup, one after the other. */
 export function join(parts: readonly Html[], separator: Html | string = ''): Html {
-  const between = typeof separator === 'string' ? separator : separator.html;
-  return { html: parts.map((part) => part.html).join(between) };
+  const between = typeof separator === 'string' ? text(separator) : separator.html;
+  return new Html(parts.map((part) => part.html).join(between));
 }
 
 function render(value: unknown): string {
   if (value === undefined || value === null || value === false) return '';
   if (Array.isArray(value)) return value.map(render).join('');
-  if (typeof value === 'object' && 'html' in value) return String((value as Html).html);
+  if (value instanceof Html) return value.html;
   if (typeof value === 'string') return text(value);
   return typeof value === 'number' || typeof value === 'boolean' ? text(String(value)) : '';
 }

@@ -11,6 +11,7 @@ import {
   type RateCount,
 } from '../stores/board-book';
 import { html, type Html, isoTime, join, postForm, table } from './board-html.util';
+import { isShortenedKey } from './board-recorder';
 
 /** What the pages need besides their figures. */
 export interface PageContext {
@@ -28,6 +29,18 @@ export interface PageContext {
 
 /** Minutes of rates the Policies page draws. */
 export const RATE_MINUTES = 15;
+
+/**
+ * A caller key as text anyone can compare: control, format (bidi overrides, zero-width) and
+ * line-separator characters shown as `\u{…}`, the whole isolated from the text around it.
+ */
+export function keyHtml(key: string): Html {
+  const shown = key.replace(
+    /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+  return html`<bdi class="key">${shown}</bdi>`;
+}
 
 /** A policy's limits as `10/15m + 100/1d`, with a bucket's burst. */
 export function limitsText(card: PolicyCard): string {
@@ -161,14 +174,23 @@ export function lookupForm(ctx: PageContext, parts: readonly string[]): Html {
 
 /** Buttons of a key's row: view it, and unlock it (not in read-only mode). */
 function keyActions(ctx: PageContext, policy: string, key: string): Html {
-  const view = postForm(ctx.base, 'key', ctx.csrf, { part: 'key', value: key }, 'View');
+  if (isShortenedKey(key)) return html`<span class="note">shortened: too long to act on</span>`;
+  // Keys travel in forms as base64url: a browser rewrites line breaks in form fields.
+  const view = postForm(ctx.base, 'key', ctx.csrf, { part: 'key64', value: key64(key) }, 'View');
   if (ctx.readOnly || !ctx.actionable.has(policy)) return view;
-  return join([
-    view,
-    postForm(ctx.base, 'unlock', ctx.csrf, { policy, key }, 'Unlock', {
-      confirm: `Reset ${policy} for this key? Its budget is full again and any lockout ends.`,
-    }),
-  ]);
+  return join([view, unlockForm(ctx, policy, key)]);
+}
+
+/** The Unlock button of a key under a policy. */
+function unlockForm(ctx: PageContext, policy: string, key: string): Html {
+  return postForm(ctx.base, 'unlock', ctx.csrf, { policy, key64: key64(key) }, 'Unlock', {
+    confirm: `Reset ${policy} for this key? Its budget is full again and any lockout ends.`,
+  });
+}
+
+/** A key as a form carries it (base64url of its UTF-8). */
+export function key64(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
 }
 
 /** Refusals per policy (the Refusing now and Shadow pages). */
@@ -189,7 +211,7 @@ export function refusalsPage(
     const rows = refusals
       .filter((r) => r.policy === policy)
       .map((r) => [
-        html`<span class="key">${r.key}</span>`,
+        keyHtml(r.key),
         html`<span class="num">${r.count}</span>`,
         r.limit === 0 ? 'lockout' : `${r.limit}/${formatWindow(r.windowMs)}`,
         keyActions(ctx, policy, r.key),
@@ -216,18 +238,27 @@ export function lockoutsPage(
   lockouts: readonly BoardLockout[],
   cards: ReadonlyMap<string, PolicyCard>,
   ctx: PageContext,
+  shown = Infinity,
 ): Html {
-  const rows = lockouts.map((lockout) => [
-    lockout.policy,
-    html`<span class="key">${lockout.key}</span>`,
-    levelText(lockout, cards.get(lockout.policy)),
-    html`${isoTime(lockout.until)}<br /><span class="note"
-        >in ${formatWait(lockout.until - ctx.now)}</span
-      >`,
-    isoTime(lockout.since),
-    keyActions(ctx, lockout.policy, lockout.key),
-  ]);
+  const more = lockouts.length > shown;
+  const rows = lockouts
+    .slice(0, shown)
+    .map((lockout) => [
+      lockout.policy,
+      keyHtml(lockout.key),
+      levelText(lockout, cards.get(lockout.policy)),
+      html`${isoTime(lockout.until)}<br /><span class="note"
+          >in ${formatWait(lockout.until - ctx.now)}</span
+        >`,
+      isoTime(lockout.since),
+      keyActions(ctx, lockout.policy, lockout.key),
+    ]);
   return join([
+    more
+      ? html`<p class="notice error">
+          Showing the ${shown} lockouts ending soonest: more are running (look a key up to see it).
+        </p>`
+      : html``,
     table(['policy', 'key', 'level', 'until', 'first seen', ''], rows),
     html`<p class="note">
       Lockouts the fleet's apps saw start or refuse, from the store; the level is read from the
@@ -296,14 +327,13 @@ export function keyPage(
                   >${left}; next in ${formatWait(state.retryAfterMs)}</span
                 >`;
         const unlock =
-          ctx.readOnly || !ctx.actionable.has(s.policy)
+          ctx.readOnly || !ctx.actionable.has(s.policy) || isShortenedKey(key)
             ? html``
-            : postForm(ctx.base, 'unlock', ctx.csrf, { policy: s.policy, key }, 'Unlock', {
-                confirm: `Reset ${s.policy} for this key? Its budget is full again and any lockout ends.`,
-              });
+            : unlockForm(ctx, s.policy, key);
+
         return [s.policy, status, unlock];
       });
-    return html`<h2><span class="key">${key}</span></h2>
+    return html`<h2>${keyHtml(key)}</h2>
       ${table(['policy', 'now', ''], rows)}`;
   });
   return join([
@@ -325,7 +355,7 @@ export function auditPage(entries: readonly AuditEntry[]): Html {
     e.action,
     e.via,
     e.policy ?? '',
-    e.key !== undefined ? html`<span class="key">${e.key}</span>` : '',
+    e.key !== undefined ? keyHtml(e.key) : '',
     e.detail ?? '',
   ]);
   return join([

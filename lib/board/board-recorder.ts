@@ -163,7 +163,8 @@ export class BoardRecorder {
   private refused(refusal: BoardRefusal): void {
     const name = `${refusal.kind}\n${refusal.policy}`;
     let group = this.refusals.get(name);
-    if (!group) this.refusals.set(name, (group = new Map()));
+    if (!group)
+      this.refusals.set(name, (group = new Map<string, BoardRefusal & { count: number }>()));
     const member = refusalMember(refusal);
     const held = group.get(member);
     if (held) {
@@ -181,7 +182,7 @@ export class BoardRecorder {
 
   private lockedOut(policy: string, key: string, until: number, at: number): void {
     let group = this.locks.get(policy);
-    if (!group) this.locks.set(policy, (group = new Map()));
+    if (!group) this.locks.set(policy, (group = new Map<string, BoardLockout>()));
     const held = group.get(key);
     if (held) {
       group.set(key, {

@@ -162,6 +162,12 @@ async function boardUntilStopped(args: CliArgs, config: CliConfig, io: CliIo): P
     } catch (error) {
       throw usageError(`cannot listen on ${args.host}:${args.port}: ${(error as Error).message}`);
     }
+    if (!/^(127\.|::1$|localhost$|::ffff:127\.)/.test(args.host)) {
+      io.stderr.write(
+        `redlimit: warning: the board listens on ${args.host}, beyond this machine, over plain ` +
+          'HTTP: its access token and cookie travel in clear; put it behind TLS or use an SSH tunnel\n',
+      );
+    }
     io.stdout.write(
       `redlimit board${args.readOnly ? ' (read-only)' : ''} at ${board.url}\n` +
         `open ${board.loginUrl}\n`,

@@ -6,6 +6,7 @@ import {
   type BoardRefusal,
   type BoardWrite,
   BOARD_KEEP_MS,
+  cardCurrent,
   lockoutMember,
   lockoutOf,
   MAX_AUDIT,
@@ -76,7 +77,7 @@ export class MemoryBoardBook implements BoardBook {
       else if (until > held.until) held.until = until;
     }
     this.pruneLocks(now);
-    for (const card of write.cards) this.policies.set(card.name, card);
+    for (const card of write.cards) this.policies.set(card.name, { ...card, publishedAt: now });
     return Promise.resolve();
   }
 
@@ -132,6 +133,10 @@ export class MemoryBoardBook implements BoardBook {
   }
 
   cards(): Promise<PolicyCard[]> {
+    const now = this.now();
+    for (const [name, card] of this.policies) {
+      if (!cardCurrent(card, now)) this.policies.delete(name);
+    }
     return Promise.resolve([...this.policies.values()]);
   }
 

@@ -8,6 +8,7 @@ import {
   type BoardWrite,
   BOARD_KEEP_MS,
   CARD_KEEP_MS,
+  cardCurrent,
   cardOf,
   lockoutMember,
   lockoutOf,
@@ -78,7 +79,9 @@ export class RedisBoardBook implements BoardBook {
     ];
     for (const { policy, outcome, count } of write.counts) args.push(`${outcome}|${policy}`, count);
     args.push(write.cards.length);
-    for (const card of write.cards) args.push(card.name, JSON.stringify(card));
+    for (const card of write.cards) {
+      args.push(card.name, JSON.stringify({ ...card, publishedAt: now }));
+    }
     args.push(write.lockouts.length);
     for (const { policy, key, until, since, lastSeen } of write.lockouts) {
       args.push(lockoutMember(policy, key), until, since, lastSeen ?? since);
@@ -180,12 +183,12 @@ export class RedisBoardBook implements BoardBook {
   }
 
   async cards(): Promise<PolicyCard[]> {
-    const [, flat] = await this.read([`${this.base}:policies`], ['cards']);
+    const [now, flat] = await this.read([`${this.base}:policies`], ['cards']);
     const cards: PolicyCard[] = [];
     const fields = asArray(flat);
     for (let j = 0; j + 1 < fields.length; j += 2) {
       const card = cardOf(String(fields[j + 1]));
-      if (card) cards.push(card);
+      if (card && cardCurrent(card, Number(now))) cards.push(card);
     }
     return cards;
   }

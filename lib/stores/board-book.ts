@@ -74,6 +74,8 @@ export interface PolicyCard {
   readonly shadow: boolean;
   /** Its fail mode. */
   readonly failMode: string;
+  /** When an app last published it (store clock); set by the book. */
+  readonly publishedAt?: number;
 }
 
 /** One flush of a board recorder: what it saw since the last one. */
@@ -122,6 +124,8 @@ export interface AuditEntry {
   readonly detail?: string;
 }
 
+/** The longest wait for one of the board's store calls (a page, a flush), in ms. */
+export const BOARD_CALL_MS = 3_000;
 /** How long counts and refusals are kept. */
 export const BOARD_KEEP_MS = 30 * 60_000;
 /** The length of a rate bucket. */
@@ -218,13 +222,52 @@ export function lockoutOf(member: string, until: number, since: number): BoardLo
   return { policy, key, until, since };
 }
 
-/** A policy card from its stored text, or undefined when it is not one. */
+/** A policy card from its stored text, or undefined when it is not one (every field checked). */
 export function cardOf(text: string): PolicyCard | undefined {
-  const card = parseJson(text) as PolicyCard | undefined;
-  if (typeof card !== 'object' || card === null) return undefined;
-  if (typeof card.name !== 'string' || typeof card.algorithm !== 'string') return undefined;
-  if (!Array.isArray(card.limits)) return undefined;
-  return card;
+  const card = parseJson(text) as Record<string, unknown> | undefined;
+  if (typeof card !== 'object' || card === null || Array.isArray(card)) return undefined;
+  const { name, algorithm, limits, burst, block, shadow, failMode, publishedAt } = card;
+  const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+  if (typeof name !== 'string' || typeof algorithm !== 'string') return undefined;
+  if (typeof shadow !== 'boolean' || typeof failMode !== 'string') return undefined;
+  if (!Array.isArray(limits)) return undefined;
+  const rules: Array<{ limit: number; windowMs: number }> = [];
+  for (const rule of limits as unknown[]) {
+    const { limit, windowMs } = (rule ?? {}) as Record<string, unknown>;
+    if (!isNumber(limit) || !isNumber(windowMs)) return undefined;
+    rules.push({ limit, windowMs });
+  }
+  if (burst !== undefined && !isNumber(burst)) return undefined;
+  if (publishedAt !== undefined && !isNumber(publishedAt)) return undefined;
+  let lockout: PolicyCard['block'];
+  if (block !== undefined) {
+    const b = (block ?? {}) as Record<string, unknown>;
+    const { durationMs, factor, maxMs, forgetAfterMs, restart } = b;
+    if (![durationMs, factor, maxMs, forgetAfterMs].every(isNumber)) return undefined;
+    if (typeof restart !== 'boolean') return undefined;
+    lockout = {
+      durationMs: durationMs as number,
+      factor: factor as number,
+      maxMs: maxMs as number,
+      forgetAfterMs: forgetAfterMs as number,
+      restart,
+    };
+  }
+  return {
+    name,
+    algorithm,
+    limits: rules,
+    ...(burst !== undefined && { burst }),
+    ...(lockout && { block: lockout }),
+    shadow,
+    failMode,
+    ...(publishedAt !== undefined && { publishedAt }),
+  };
+}
+
+/** Whether a card is still shown at `now`: published within {@link CARD_KEEP_MS}. */
+export function cardCurrent(card: PolicyCard, now: number): boolean {
+  return card.publishedAt === undefined || card.publishedAt + CARD_KEEP_MS > now;
 }
 
 function parseJson(text: string): unknown {

@@ -4,6 +4,7 @@ import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
 import { type Algorithm, POLICY_ALGORITHMS } from '../core/policy';
 import { batchCall, type QueuedDecision, sendsSpendId } from './batch-args.util';
+import { bounded } from './bounded.util';
 import { ClockGate } from './clock-gate';
 import { type ClientPort, clientPort } from './clients/client-port';
 import type { RedisStoreClient } from './clients/redis-client.shape';
@@ -12,7 +13,7 @@ import { checkedClock } from './clock-reading.util';
 import { Coalescer } from './coalescer';
 import { FLEET_BEAT_MS, FLEET_TTL_MS, type FleetBeat } from './fleet';
 import type { FallbackLockout, FallbackSpend } from './fleet-fallback';
-import type { BoardBook } from './board-book';
+import { BOARD_CALL_MS, type BoardBook } from './board-book';
 import { RedisBoardBook } from './board-book.redis';
 import { type FleetState, RedisFleet } from './redis-fleet';
 import { RefusalCache, type RefusalCacheOptions } from './refusal-cache';
@@ -463,7 +464,13 @@ export class RedisStore implements Store {
   board(): BoardBook {
     return (this.boardBook ??= new RedisBoardBook(
       this.prefix,
-      (id, keys, args) => this.gate.inOrder(undefined, () => this.run(id, keys, args)),
+      // Bounded: a page, a flush and the shutdown's last flush never wait on a hung Redis.
+      (id, keys, args) =>
+        bounded(
+          this.gate.inOrder(undefined, () => this.run(id, keys, args)),
+          BOARD_CALL_MS,
+          `the ops board's ${id}`,
+        ),
       this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
       () => this.now(),
     ));

@@ -4,12 +4,13 @@
  * confirm() accepted or dismissed), the look-up box (no identity in a URL), the same with the
  * page's scripts disabled, read-only mode, and the script's refresh of a page's figures in place.
  * Each scenario starts without cookies (a first visit: the CSRF cookie is set by its first page).
- * Two `it.failing` pin what is broken today (an unlocked key listed again as locked out; a refresh
- * resetting a half-filled look-up form): flip them to `it` once fixed.
+ * It also pins that an unlocked key is not listed again as locked out by a later flush, and that a
+ * refresh keeps a half-filled look-up form.
  * test/e2e/board/board.spec.ts covers the HTTP side (CSRF refusals, status codes) without a browser.
  */
 import type { Redis } from 'ioredis';
 import type { Browser, Dialog, Page } from 'puppeteer-core';
+import { key64 } from '../../lib/board/board-pages';
 import { attemptKey, RedisStore } from '../../lib/nest';
 import { RedlimitBoard } from '../../lib/nest/board/redlimit-board.service';
 import { boardApp, OPS_HEADER, OPS_TOKEN } from '../e2e/board/board.app';
@@ -55,7 +56,7 @@ function navLink(name: string): string {
 function unlockButton(key: string): string {
   return (
     `form[action="${BOARD}/unlock"]:has(input[name="policy"][value="login"])` +
-    `:has(input[name="key"][value="${key}"]) button[type="submit"]`
+    `:has(input[name="key64"][value="${key64(key)}"]) button[type="submit"]`
   );
 }
 
@@ -342,7 +343,7 @@ describeBrowser('ops board in Chromium', () => {
 
         // View leads to the key's page: its state, still no Unlock.
         const view =
-          `form[action="${BOARD}/key"]:has(input[name="value"][value="${key}"]) ` +
+          `form[action="${BOARD}/key"]:has(input[name="value"][value="${key64(key)}"]) ` +
           'button[type="submit"]';
         const response = await clickAndWait(page, view);
         expect(response?.status()).toBe(200);
@@ -369,31 +370,25 @@ describeBrowser('ops board in Chromium', () => {
       await running?.close();
     });
 
-    // Broken: a lockout the recorder saw before an unlock but wrote after it (at its next flush)
-    // is listed again on Locked out, with its old end, though the key is unlocked: the unlock's
-    // audit entry takes the lockout off the list, the later write puts it back. With the default
-    // flushMs (2 s), a user who keeps trying while locked out makes this likely. Flip to `it`
-    // once a write no longer brings back a lockout unlocked after it was seen.
-    it.failing(
-      'keeps an unlocked key off Locked out though its lockout is written after',
-      async () => {
-        const email = 'unlocked-then-listed@example.com';
-        const key = await lockOut(running!, email);
-        expect(await failLogins(running!, email, 1)).toEqual([429]); // seen, not written yet
+    // A lockout the recorder saw before an unlock but wrote after it (at its next flush) stays
+    // off Locked out: the board remembers the unlock.
+    it('keeps an unlocked key off Locked out though its lockout is written after', async () => {
+      const email = 'unlocked-then-listed@example.com';
+      const key = await lockOut(running!, email);
+      expect(await failLogins(running!, email, 1)).toEqual([429]); // seen, not written yet
 
-        await asOperator(async (page) => {
-          page.on('dialog', (dialog: Dialog) => void dialog.accept());
-          await open(page, running!, `${BOARD}/locked`);
-          await clickAndWait(page, unlockButton(key));
-          expect(await visibleText(page, '.notice')).toContain(UNLOCKED);
-          expect(await failLogins(running!, email, 1)).toEqual([201]);
+      await asOperator(async (page) => {
+        page.on('dialog', (dialog: Dialog) => void dialog.accept());
+        await open(page, running!, `${BOARD}/locked`);
+        await clickAndWait(page, unlockButton(key));
+        expect(await visibleText(page, '.notice')).toContain(UNLOCKED);
+        expect(await failLogins(running!, email, 1)).toEqual([201]);
 
-          await running!.app.get(RedlimitBoard).flush();
-          await follow(page, 'Locked out');
-          expect((await rowTexts(page)).filter((r) => r.includes(key))).toEqual([]);
-        });
-      },
-    );
+        await running!.app.get(RedlimitBoard).flush();
+        await follow(page, 'Locked out');
+        expect((await rowTexts(page)).filter((r) => r.includes(key))).toEqual([]);
+      });
+    });
 
     it('refreshes the Locked out page’s figures in place, without a navigation', async () => {
       await asOperator(async (page) => {
@@ -410,10 +405,9 @@ describeBrowser('ops board in Chromium', () => {
       });
     });
 
-    // Broken: the refresh replaces <main> (and its look-up form) unless an <input> has the focus,
-    // so a value typed in the look-up box, then a part chosen in its <select> (the focus now on
-    // the select), are both reset by the next refresh. Flip to `it` once the script keeps them.
-    it.failing('keeps what is being entered in the look-up box across a refresh', async () => {
+    // The refresh keeps the look-up form as it is: a value typed, then a part chosen in the
+    // <select> (the focus now on it), survive the next refresh.
+    it('keeps what is being entered in the look-up box across a refresh', async () => {
       await asOperator(async (page) => {
         await open(page, running!, `${BOARD}/refusing`);
         await page.type('form.lookup input[name="value"]', '203.0.113.7');

@@ -7,7 +7,7 @@ import {
   type PolicyCard,
   RedisStore,
 } from '../../lib';
-import { MAX_LOCKOUTS, MAX_REFUSED_KEYS } from '../../lib/stores/board-book';
+import { CARD_KEEP_MS, MAX_LOCKOUTS, MAX_REFUSED_KEYS } from '../../lib/stores/board-book';
 import { clusterSlot } from '../../lib/stores/cluster-slot.util';
 import { backends, TestClock } from '../support/backends';
 
@@ -503,16 +503,28 @@ describe.each(stores)('$name store: the ops board book', (backend) => {
     });
   });
 
-  it('cards round-trip; a policy published again replaces its card', async () => {
+  it('cards round-trip with when they were published; a policy published again replaces its card; one not published for 24 h is gone', async () => {
+    const t0 = clock.now;
     await book.record(write({ cards: [loginCard, apiCard] }));
-    expect(byName(await book.cards())).toEqual([apiCard, loginCard]);
+    expect(byName(await book.cards())).toEqual([
+      { ...apiCard, publishedAt: t0 },
+      { ...loginCard, publishedAt: t0 },
+    ]);
     const changed: PolicyCard = {
       ...loginCard,
       limits: [{ limit: 3, windowMs: MINUTE }],
       shadow: true,
     };
+    clock.advance(MINUTE);
     await book.record(write({ cards: [changed] }));
-    expect(byName(await book.cards())).toEqual([apiCard, changed]);
+    expect(byName(await book.cards())).toEqual([
+      { ...apiCard, publishedAt: t0 },
+      { ...changed, publishedAt: t0 + MINUTE },
+    ]);
+    // 24 h after api was last published (login was published since): api is gone.
+    clock.advance(CARD_KEEP_MS - MINUTE);
+    await book.record(write({ cards: [changed] }));
+    expect(byName(await book.cards())).toEqual([{ ...changed, publishedAt: clock.now }]);
   });
 
   if (backend.name !== 'memory') {

@@ -187,9 +187,9 @@ describe.each(stores)('$name store: policies the fleet published', (backend) => 
 });
 
 describe.each(redisStores)('$name store: a policy card in the store', (backend) => {
-  it('is shown as text whatever its fields hold (an object with `html` is no markup)', async () => {
-    // Cards are JSON an app wrote; only name, algorithm and limits are checked when read. A card
-    // whose failMode (or burst, or shadow…) is { html: … } goes into the page as raw markup.
+  it('is never markup whatever its fields hold (a card with a field of the wrong type is not shown)', async () => {
+    // Cards are JSON an app wrote. A card whose failMode (or burst, or shadow…) is { html: … } is
+    // no card: every field is checked when read, and only the board's own markup is markup.
     const store = backend.store();
     const prefix = (store as RedisStore).prefix;
     const client = backend.client as Redis | Cluster;
@@ -209,8 +209,17 @@ describe.each(redisStores)('$name store: a policy card in the store', (backend) 
     });
     const page = await board.handle(request('GET', ''));
     expect(page.status).toBe(200);
-    expect(page.body).toContain('<strong>forged</strong>');
+    expect(page.body).not.toContain('<strong>forged</strong>');
     expect(page.body).not.toContain('<a href="https://evil.example/login">');
+    // The same card with fields of the right types is shown.
+    await client.hset(
+      `${prefix}{board}:policies`,
+      'forged',
+      JSON.stringify({ ...forged, failMode: '<a href="https://evil.example/">x</a>' }),
+    );
+    const shown = await board.handle(request('GET', ''));
+    expect(shown.body).toContain('<strong>forged</strong>');
+    expect(shown.body).not.toContain('<a href="https://evil.example/">');
   });
 });
 

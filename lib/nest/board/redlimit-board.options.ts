@@ -46,10 +46,14 @@ export function checkBoardOptions(options: RedlimitBoardOptions): RedlimitBoardO
     throw new TypeError('RedlimitBoardModule.forRoot() needs options: { path, authorize }');
   }
   const { path, authorize, readOnly, actor, flushMs } = options;
-  if (typeof path !== 'string' || !/^(\/[A-Za-z0-9._-]+)+$/.test(path)) {
+  if (
+    typeof path !== 'string' ||
+    !/^(\/[A-Za-z0-9._-]+)+$/.test(path) ||
+    path.split('/').some((segment) => segment === '.' || segment === '..')
+  ) {
     throw new TypeError(
       `RedlimitBoardModule path must look like '/ops/limits' (starts with '/', no trailing '/', ` +
-        `letters, digits, '-', '_', '.'); got ${JSON.stringify(path)}`,
+        `letters, digits, '-', '_', '.', no '.' or '..' segment); got ${JSON.stringify(path)}`,
     );
   }
   if (typeof authorize !== 'function') {

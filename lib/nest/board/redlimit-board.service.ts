@@ -116,12 +116,20 @@ function bookOf(store: unknown): BoardBook {
   return board.call(store);
 }
 
-/** The board's path as the browser sees it: the request's path less the route. */
+/**
+ * The board's path as the browser sees it: the request's path (the path alone, even when the
+ * request line named a host) less the route's segments, however the client spelled them.
+ */
 export function baseOf(url: string, route: string): string {
-  let path = url.split('?')[0]!.split('#')[0]!;
-  path = path.replace(/\/+$/, '');
-  if (route !== '' && path.endsWith(`/${route}`)) path = path.slice(0, -route.length - 1);
-  return path;
+  let path: string;
+  try {
+    path = new URL(url, 'http://board.invalid').pathname;
+  } catch {
+    path = '/';
+  }
+  const segments = path.replace(/\/+$/, '').split('/');
+  const depth = route === '' ? 0 : route.split('/').length;
+  return segments.slice(0, Math.max(1, segments.length - depth)).join('/');
 }
 
 function queryOf(query: unknown): Record<string, string | undefined> {
