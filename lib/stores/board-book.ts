@@ -59,15 +59,25 @@ export interface PolicyCard {
   /** Its algorithm. */
   readonly algorithm: string;
   /** Its limits. */
-  readonly limits: ReadonlyArray<{ readonly limit: number; readonly windowMs: number }>;
+  readonly limits: ReadonlyArray<{
+    /** Units per window. */
+    readonly limit: number;
+    /** The window, in ms. */
+    readonly windowMs: number;
+  }>;
   /** Bucket size where the algorithm has one. */
   readonly burst?: number;
   /** Its lockout, in ms. */
   readonly block?: {
+    /** The first lockout's length. */
     readonly durationMs: number;
+    /** Escalation factor. */
     readonly factor: number;
+    /** The longest lockout. */
     readonly maxMs: number;
+    /** Strike memory after a lockout ends. */
     readonly forgetAfterMs: number;
+    /** Whether a lockout forgets the key's count. */
     readonly restart: boolean;
   };
   /** Whether it is in shadow mode. */
@@ -82,8 +92,11 @@ export interface PolicyCard {
 export interface BoardWrite {
   /** Counts per policy and outcome. */
   readonly counts: ReadonlyArray<{
+    /** The policy's name. */
     readonly policy: string;
+    /** The outcome counted. */
     readonly outcome: BoardOutcome;
+    /** How many decisions. */
     readonly count: number;
   }>;
   /** Refusals per key (summed into the current minute). */
@@ -148,8 +161,7 @@ export const CARD_KEEP_MS = 24 * 3_600_000;
 /**
  * Where the ops board's figures live: `RedisStore.board()` (shared by the fleet, in one Cluster
  * slot) or `MemoryStore.board()` (one process). Bounded: counts and refusals are kept 30 minutes,
- * at most {@link MAX_REFUSED_KEYS} keys per policy and minute, {@link MAX_LOCKOUTS} lockouts and
- * {@link MAX_AUDIT} audit entries.
+ * at most 1,000 keys per policy and minute, 10,000 lockouts and 10,000 audit entries.
  */
 export interface BoardBook {
   /** The store's clock as this process estimates it (ms since 1970). */
@@ -159,8 +171,7 @@ export interface BoardBook {
   /** Counts since `sinceMs` (store clock), per 10 s bucket. */
   rates(sinceMs: number): Promise<RateCount[]>;
   /**
-   * The `top` keys refused most per policy over the last `minutes` (of {@link BOARD_KEEP_MS}),
-   * most first.
+   * The `top` keys refused most per policy over the last `minutes` (1 to 30), most first.
    */
   topRefusals(
     kind: RefusalKind,

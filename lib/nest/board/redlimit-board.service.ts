@@ -57,10 +57,12 @@ export class RedlimitBoard implements OnModuleInit, OnApplicationShutdown {
     });
   }
 
+  /** Starts recording what the board shows. */
   onModuleInit(): void {
     this.recorder.start();
   }
 
+  /** Stops recording and writes what is left (waiting at most a few seconds for the store). */
   async onApplicationShutdown(): Promise<void> {
     await this.recorder.stop();
   }
