@@ -12,9 +12,8 @@
  *   it.
  * - The timeouts are bounds for a shared 2-core machine, never timing assertions.
  */
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import { launch, type Browser, type HTTPResponse, type Page } from 'puppeteer-core';
+import { findOnPath, isExecutable } from './redis-server';
 
 /** The variable naming the Chromium binary to use (set by .ci/run). */
 export const CHROMIUM_ENV = 'REDLIMIT_CHROMIUM_BIN';
@@ -47,24 +46,6 @@ const CHROMIUM_ARGS = [
   // No update checks: the machine's network is closed.
   '--disable-component-update',
 ];
-
-function isExecutable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    if (isExecutable(candidate)) return candidate;
-  }
-  return undefined;
-}
 
 /**
  * The Chromium binary to drive: REDLIMIT_CHROMIUM_BIN when it names an executable file, else

@@ -59,7 +59,8 @@ function installExitHook(): void {
   });
 }
 
-function isExecutable(file: string): boolean {
+/** Whether `file` is an executable regular file. */
+export function isExecutable(file: string): boolean {
   try {
     fs.accessSync(file, fs.constants.X_OK);
     return fs.statSync(file).isFile();
@@ -68,7 +69,8 @@ function isExecutable(file: string): boolean {
   }
 }
 
-function findOnPath(name: string): string | undefined {
+/** The first executable named `name` on PATH. */
+export function findOnPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
     if (!dir) continue;
     const candidate = path.join(dir, name);
