@@ -26,6 +26,8 @@ export const CSRF_COOKIE = 'redlimit_board_csrf';
 export const LOOKUP_PARTS = ['email', 'ip', 'user', 'apiKey', 'phone', 'username'] as const;
 /** Keys the look-up finds at most (direct forms and listed keys that end with them). */
 const MAX_FOUND_KEYS = 10;
+/** Algorithms whose budget is a bucket: what is left is out of its size (`burst`). */
+const BUCKETS: ReadonlySet<string> = new Set(['token-bucket', 'gcra']);
 /** Lockouts the Locked out page shows (it says when more are running). */
 const LOCKOUTS_SHOWN = 500;
 /** Longest value the look-up box or an action accepts. */
@@ -340,6 +342,12 @@ async function stateOf(limiter: Limiter, key: string): Promise<KeyState> {
         windowMs: decision.windowMs,
         retryAfterMs: decision.retryAfterMs,
         ...(decision.blockedUntil !== undefined && { blockedUntil: decision.blockedUntil }),
+        ...(BUCKETS.has(limiter.policy.algorithm) && {
+          capacity:
+            limiter.policy.limits.find(
+              (rule) => rule.limit === decision.limit && rule.windowMs === decision.windowMs,
+            )?.burst ?? decision.limit,
+        }),
       },
     };
   } catch (error) {

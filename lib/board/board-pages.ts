@@ -262,8 +262,9 @@ export function lockoutsPage(
     table(['policy', 'key', 'level', 'until', 'first seen', ''], rows),
     html`<p class="note">
       Lockouts the fleet's apps saw start or refuse, from the store; the level is read from the
-      lockout's length (duration × factor<sup>level − 1</sup>). An unlock from the board, the CLI or
-      code takes a lockout away at once; the list may show it until its next refresh.
+      lockout's length (duration × factor<sup>level − 1</sup>). An unlock from a board takes the
+      lockout off this list; one from code or <code>redlimit reset</code> ends the lockout at once
+      but shows here until it would have ended (a key's page, a live peek, is always right).
     </p>`,
   ]);
 }
@@ -295,6 +296,8 @@ export interface KeyState {
         readonly windowMs: number;
         readonly retryAfterMs: number;
         readonly blockedUntil?: number;
+        /** A bucket's size (token bucket, GCRA): what `remaining` is out of. */
+        readonly capacity?: number;
       }
     | { readonly error: string };
 }
@@ -314,7 +317,11 @@ export function keyPage(
         const state = s.state;
         if ('error' in state)
           return [s.policy, html`<span class="failed">${state.error}</span>`, ''];
-        const left = `${state.remaining} of ${state.limit} per ${formatWindow(state.windowMs)} left`;
+        const window = formatWindow(state.windowMs);
+        const left =
+          state.capacity !== undefined
+            ? `${state.remaining} of ${state.capacity} left (refills ${state.limit} per ${window})`
+            : `${state.remaining} of ${state.limit} per ${window} left`;
         const status =
           state.blockedUntil !== undefined
             ? html`<span class="blocked"
