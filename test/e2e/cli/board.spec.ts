@@ -9,6 +9,7 @@ import { DecisionEvents, Limiter, RedisStore } from '../../../lib';
 import { type CliIo, runCli } from '../../../lib/cli/redlimit.cli';
 import { clusterNodes } from '../../support/cluster-handle';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
+import { startRedisSentinel, type StartedRedisSentinel } from '../../support/sentinel';
 
 jest.setTimeout(60_000);
 
@@ -165,6 +166,66 @@ describe.each([
       expect((await limiter.peek('user:trudy')).blockedUntil).toBeDefined();
     } finally {
       expect(await board.stop()).toBe(0);
+    }
+  });
+});
+
+(nodes ? describe : describe.skip)('redlimit board on Redis Sentinel', () => {
+  let deployment: StartedRedisSentinel;
+  beforeAll(async () => {
+    deployment = await startRedisSentinel();
+  });
+  afterAll(() => deployment?.stop());
+
+  it('shows the app’s lockout on the master the sentinels name, and unlocks it', async () => {
+    const prefix = uniquePrefix('cli-board-sentinel');
+    const store = new RedisStore({ client: await deployment.createClient(), prefix });
+    const events = new DecisionEvents();
+    const limiter = new Limiter(
+      store,
+      {
+        name: 'login',
+        algorithm: 'fixed-window',
+        limit: 1,
+        window: '15m',
+        block: { duration: '10m' },
+      },
+      { events },
+    );
+    const recorder = new BoardRecorder(events, store.board(), { limiters: () => [limiter] });
+    recorder.start();
+    try {
+      for (let i = 0; i < 2; i++) await limiter.consume('user:eve');
+      await recorder.flush();
+      const board = await serve([
+        '--sentinel',
+        list(deployment.sentinels),
+        '--sentinel-name',
+        deployment.name,
+        '--prefix',
+        prefix,
+      ]);
+      try {
+        const locked = await fetch(`${board.url}/locked`, { headers: { cookie: board.cookie } });
+        const page = await locked.text();
+        expect(page).toContain('user:eve');
+        const csrfCookie = locked.headers.get('set-cookie')!.split(';')[0]!;
+        const csrf = /name="csrf" value="([^"]+)"/.exec(page)![1]!;
+        const unlock = await fetch(`${board.url}/unlock`, {
+          method: 'POST',
+          headers: {
+            cookie: `${board.cookie}; ${csrfCookie}`,
+            'content-type': 'application/x-www-form-urlencoded',
+          },
+          body: new URLSearchParams({ policy: 'login', key: 'user:eve', csrf }).toString(),
+        });
+        expect(unlock.status).toBe(200);
+        expect((await limiter.consume('user:eve')).allowed).toBe(true);
+      } finally {
+        expect(await board.stop()).toBe(0);
+      }
+    } finally {
+      await recorder.stop();
     }
   });
 });
