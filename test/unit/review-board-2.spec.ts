@@ -100,8 +100,10 @@ describe("the recorder's pending refused keys (MAX_PENDING_REFUSALS)", () => {
     await refuse(api, 'warm', 1);
     await recorder.flush();
     const sizes: number[] = [];
-    // eslint-disable-next-line @typescript-eslint/unbound-method
-    const sort = Array.prototype.sort;
+    const sort = Array.prototype.sort as (
+      this: unknown[],
+      compare?: (a: unknown, b: unknown) => number,
+    ) => unknown[];
     const spy = jest.spyOn(Array.prototype, 'sort').mockImplementation(function (
       this: unknown[],
       compare?: (a: unknown, b: unknown) => number,
