@@ -17,7 +17,7 @@ import {
   RATE_MINUTES,
   refusalsPage,
 } from './board-pages';
-import { policyCard } from './board-recorder';
+import { isShortenedKey, policyCard } from './board-recorder';
 import type { BoardRequest, BoardResponse, BoardSource } from './board-request';
 
 /** The CSRF cookie's name. */
@@ -182,6 +182,12 @@ export class BoardApp {
     }
     if (key === '' || key.length > MAX_FIELD) {
       return this.keyResponse(request, ctx, [], { text: 'No key to unlock.', error: true });
+    }
+    if (isShortenedKey(key)) {
+      return this.keyResponse(request, ctx, [], {
+        text: 'This key was shortened for the board: unlock it with its full key (redlimit reset --key).',
+        error: true,
+      });
     }
     await limiter.reset(key);
     await this.source.book.appendAudit({

@@ -16,15 +16,20 @@ import {
 } from '../stores/board-book';
 
 /**
- * Distinct refused keys kept per policy and kind between two flushes. When a policy's list is
- * full, the half refused least is dropped (their refusals stay counted in the rates): keys refused
- * often stay listed however many one-off keys a flood brings.
+ * Distinct refused keys kept per policy and kind between two flushes. A full list is flushed at
+ * once; while two writes are under way already, it keeps its heavy hitters (Misra-Gries): a key
+ * refused more than 1/1,000 of the list's refusals stays listed.
  */
 export const MAX_PENDING_REFUSALS = 1_000;
-/** Distinct lockouts kept per policy between two flushes (when full, the half ending soonest go). */
+/**
+ * Distinct lockouts kept per policy between two flushes. A full list is flushed at once; while two
+ * writes are under way already, the lockouts seen first stay.
+ */
 export const MAX_PENDING_LOCKOUTS = 1_000;
 /** The longest key the board keeps as it is; a longer one is shortened (see {@link boardKey}). */
 export const MAX_BOARD_KEY = 512;
+/** Writes a recorder keeps under way or waiting at once before a full list keeps heavy hitters. */
+const MAX_WRITES = 2;
 /** How often a recorder publishes its policies (every this many flushes). */
 const CARDS_EVERY = 15;
 
@@ -62,6 +67,8 @@ export class BoardRecorder {
   private unwatch?: () => void;
   private flushing?: Promise<void>;
   private flushes = 0;
+  /** Writes under way or waiting for the one before them. */
+  private writes = 0;
   private readonly flushMs: number;
   private readonly warnFailure = warnEvery(processWarning, 60_000);
 
@@ -93,7 +100,6 @@ export class BoardRecorder {
     this.unwatch = undefined;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
-    await this.flushing;
     await this.flush();
   }
 
@@ -120,9 +126,11 @@ export class BoardRecorder {
     }
   }
 
-  /** Writes what was counted since the last flush (one script run on Redis). */
+  /**
+   * Writes what was counted since the last flush (one script run on Redis), after the writes
+   * already under way; resolves when it is written (or dropped with a warning).
+   */
   flush(): Promise<void> {
-    if (this.flushing) return this.flushing;
     const counts = [...this.counts].flatMap(([policy, byOutcome]) =>
       BOARD_OUTCOMES.filter((outcome) => byOutcome[outcome] > 0).map((outcome) => ({
         policy,
@@ -137,14 +145,19 @@ export class BoardRecorder {
     this.refusals = new Map();
     this.locks = new Map();
     if (counts.length + refusals.length + lockouts.length + cards.length === 0) {
-      return Promise.resolve();
+      return this.flushing ?? Promise.resolve();
     }
-    const flushing = this.record({ counts, refusals, lockouts, cards })
+    // One write at a time, in order: this one after those under way.
+    const write = { counts, refusals, lockouts, cards };
+    const previous = this.flushing;
+    this.writes++;
+    const flushing = (previous ? previous.then(() => this.record(write)) : this.record(write))
       .catch((error: unknown) => {
         const reason = error instanceof Error ? error.message : String(error);
         this.warnFailure(() => `redlimit: the ops board's figures could not be written: ${reason}`);
       })
       .finally(() => {
+        this.writes--;
         if (this.flushing === flushing) this.flushing = undefined;
       });
     this.flushing = flushing;
@@ -163,8 +176,9 @@ export class BoardRecorder {
   private refused(refusal: BoardRefusal): void {
     const name = `${refusal.kind}\n${refusal.policy}`;
     let group = this.refusals.get(name);
-    if (!group)
+    if (!group) {
       this.refusals.set(name, (group = new Map<string, BoardRefusal & { count: number }>()));
+    }
     const member = refusalMember(refusal);
     const held = group.get(member);
     if (held) {
@@ -172,10 +186,15 @@ export class BoardRecorder {
       return;
     }
     if (group.size >= MAX_PENDING_REFUSALS) {
-      // The half refused least go (ties: the latest first), so a key refused often is never
-      // crowded out by one-off keys.
-      const ranked = [...group].sort((a, b) => b[1].count - a[1].count);
-      for (const [dropped] of ranked.slice(MAX_PENDING_REFUSALS / 2)) group.delete(dropped);
+      if (this.flushEarly()) {
+        this.refused(refusal); // into the fresh lists
+        return;
+      }
+      // Misra-Gries: every count down by one, the zeros go, the newcomer is not listed. A key
+      // refused more than 1/1,000 of this list's refusals since the last flush stays listed
+      // (its count then a lower bound), however the one-off keys around it are ordered.
+      for (const [other, entry] of group) if (--entry.count === 0) group.delete(other);
+      return;
     }
     group.set(member, { ...refusal });
   }
@@ -193,10 +212,23 @@ export class BoardRecorder {
       return;
     }
     if (group.size >= MAX_PENDING_LOCKOUTS) {
-      const ranked = [...group].sort((a, b) => b[1].until - a[1].until);
-      for (const [dropped] of ranked.slice(MAX_PENDING_LOCKOUTS / 2)) group.delete(dropped);
+      // The lockouts seen first stay (a flood of later ones cannot push one out); a newcomer
+      // waits for the next flush (it is seen again when it refuses again).
+      if (this.flushEarly()) this.lockedOut(policy, key, until, at);
+      return;
     }
     group.set(key, { policy, key, until, since: at, lastSeen: at });
+  }
+
+  /**
+   * A flush now, when a list is full, unless {@link MAX_WRITES} writes are under way already (a
+   * flood of distinct refused keys costs the store at most one more write per 1,000 of them, and
+   * only as fast as the store answers). True when the lists were handed to it (they are empty).
+   */
+  private flushEarly(): boolean {
+    if (this.writes >= MAX_WRITES) return false;
+    void this.flush();
+    return true;
   }
 
   private cards(): PolicyCard[] {
@@ -214,7 +246,9 @@ function zeroCounts(): Record<BoardOutcome, number> {
  * sent can be long; the board's memory stays bounded). A shortened key is shown, not acted on.
  */
 export function boardKey(key: string): string {
-  if (key.length <= MAX_BOARD_KEY) return key;
+  // A key that looks shortened is shortened too: no key a client chose can pose as one, or
+  // merge with a long key's entries.
+  if (key.length <= MAX_BOARD_KEY && !isShortenedKey(key)) return key;
   return `${key.slice(0, 200)}${SHORTENED}${createHash('sha256').update(key).digest('base64url')}`;
 }
 
