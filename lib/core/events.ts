@@ -19,7 +19,9 @@ import type { Decision } from './decision';
  * - `skipped`: the Nest layer let the request through without charging (allow list, `skipIf`);
  * - `denied`: the Nest layer refused the request before charging (deny list, HTTP 403);
  * - `reset`: the policy's state for the keys was deleted (`Limiter.reset`: an unlock, from code,
- *   the CLI or the ops board).
+ *   the CLI or the ops board);
+ * - `granted`: room was given to the keys (`Limiter.grant`: a one-off allowance, from code, the
+ *   CLI or the ops board).
  */
 export type DecisionOutcome =
   | 'allowed'
@@ -33,17 +35,18 @@ export type DecisionOutcome =
   | 'shadow-refused'
   | 'skipped'
   | 'denied'
-  | 'reset';
+  | 'reset'
+  | 'granted';
 
 /** Which limiter operation an event reports. */
-export type DecisionOperation = 'consume' | 'peek' | 'refund' | 'adjust' | 'reset';
+export type DecisionOperation = 'consume' | 'peek' | 'refund' | 'adjust' | 'reset' | 'grant';
 
 /**
  * One limiter operation, as listeners see it. Carries no caller key in plain text: keys appear only
  * as `keyHashes` (computed when first read, so listeners that ignore them cost nothing).
  */
 export interface DecisionEvent {
-  /** `consume` (also each part of a stacked decision), `peek`, `refund`, `adjust` or `reset`. */
+  /** `consume` (also each part of a stacked decision), `peek`, `refund`, `adjust`, `reset` or `grant`. */
   readonly operation: DecisionOperation;
   /** The policy's name. */
   readonly policy: string;
@@ -238,6 +241,15 @@ export function resetEvent(
   latencyMs: number,
 ): DecisionEvent {
   return withKeyHashes({ operation: 'reset', policy, outcome: 'reset', latencyMs }, keys);
+}
+
+/** The event of one grant the store applied (`Limiter.grant`). */
+export function grantEvent(
+  policy: string,
+  keys: readonly string[],
+  latencyMs: number,
+): DecisionEvent {
+  return withKeyHashes({ operation: 'grant', policy, outcome: 'granted', latencyMs }, keys);
 }
 
 function withKeyHashes(

@@ -392,6 +392,26 @@ export class Limiter {
     checkArgumentCount(arguments.length, 1, 'reset() takes one argument (the keys)');
     return this.decider.reset(keys);
   }
+
+  /**
+   * Gives the keys `units` of room now under every limit of this policy: a one-off allowance (a
+   * customer let through again after support checked them, the rest of a quota topped up). Never
+   * beyond an empty state: a counter stops at zero, a token bucket at full, a sliding log loses its
+   * newest entries; a sliding window takes from the current window's count first, then enough of
+   * the previous one's, as weighted now. A lockout stays (lift it with {@link reset}). Receipts
+   * of earlier spends still refund at most what they took. Reported as a decision event
+   * (operation `grant`).
+   *
+   * @example
+   * await login.grant(`email:${hash}`, 3); // three more attempts now
+   * @throws RangeError for `units` that is not a whole number ≥ 1 (or too large for the policy's
+   *   windows); TypeError for bad keys, a `concurrency` policy (release a lease instead) or a store
+   *   without `grant`; all before the store is touched
+   */
+  async grant(keys: Keys, units: number): Promise<void> {
+    checkArgumentCount(arguments.length, 2, 'grant() takes two arguments (the keys, and the units)');
+    return this.decider.grant(keys, units);
+  }
 }
 
 /** Whether a stack part's `limiter` is a {@link Limiter} (what a stack needs of it). */

@@ -4,14 +4,14 @@ import type { BoundHandler, Deadlines } from './deadlines';
 import { decisionOf } from './decision-of.util';
 import { type Decision, type Receipt, type StoreFailure, unchargedDecision } from './decision';
 import { StoreTimeoutError } from './errors';
-import { type DecisionEvents, decisionEvent, resetEvent } from './events';
-import { type Keys, normalizeCost, normalizeKeys } from './keys.util';
+import { type DecisionEvents, decisionEvent, grantEvent, resetEvent } from './events';
+import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import type { ConsumeOptions, LimiterSettings } from './limiter-options';
 import type { LimiterReports } from './limiter-reports';
 import type { FailMode, ResolvedPolicy } from './policy';
 import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
 import type { SettlingLimiter } from './receipt-settlement';
-import { refundOf, type SpendRequest, type SpendResult, type Store } from './store';
+import { grantOfLeases, refundOf, type SpendRequest, type SpendResult, type Store } from './store';
 import { asError } from './values.util';
 
 /**
@@ -187,6 +187,38 @@ export class PolicyDecider implements SettlingLimiter {
     const events = this.options.events;
     if (events?.active)
       events.emit(resetEvent(request.policy, request.keys, monotonicNow() - started));
+  }
+
+  /**
+   * Gives `units` of room now to the keys on every limit (`Limiter.grant`); checked before the
+   * store is touched.
+   */
+  async grant(keys: Keys, units: unknown): Promise<void> {
+    if (this.policy.algorithm === 'concurrency') throw grantOfLeases(this.policy.name);
+    if (typeof units !== 'number' || !Number.isSafeInteger(units) || units < 1) {
+      throw new RangeError(
+        `grant(): units must be a whole number of at least 1; got ${String(units)}`,
+      );
+    }
+    checkActualCost(units, this.policy.limits, 'grant(): units');
+    const store = this.store;
+    if (typeof store.grant !== 'function') {
+      throw new TypeError(
+        'grant(): this store cannot grant room (it has no grant method); reset the key instead',
+      );
+    }
+    const request = {
+      policy: this.policy.name,
+      algorithm: this.policy.algorithm,
+      limits: this.policy.limits,
+      keys: normalizeKeys(keys),
+      units,
+    };
+    const started = monotonicNow();
+    await this.deadlines.race(store.grant(request));
+    const events = this.options.events;
+    if (events?.active)
+      events.emit(grantEvent(request.policy, request.keys, monotonicNow() - started));
   }
 
   /** The store request of a call on this policy (keys and cost normalised). */

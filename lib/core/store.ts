@@ -131,6 +131,15 @@ export interface ResetRequest {
   readonly keys: readonly string[];
 }
 
+/**
+ * A one-off allowance (`Limiter.grant`): `units` of room given back now on every limit of the
+ * policy, for each caller key, never beyond an empty state.
+ */
+export interface GrantRequest extends ResetRequest {
+  /** Units of room to give (a whole number ≥ 1). */
+  readonly units: number;
+}
+
 /** A device epoch as read, with the store's clock at the reading (see `Store.readEpoch`). */
 export interface EpochReading {
   /** The epoch: 0 when none is stored. */
@@ -186,6 +195,14 @@ export interface Store {
   /** Deletes the policy's state for the keys. */
   reset(request: ResetRequest): Promise<void>;
   /**
+   * Gives `request.units` of room now on every limit of the policy for each caller key, never
+   * beyond an empty state (a counter stops at zero, a bucket at full, a sliding log loses its
+   * newest entries); lockouts stay. Names no spend: receipts refunded after it give back at most
+   * what they would have. Not for `concurrency` (release a lease instead). Optional: without it,
+   * `Limiter.grant` rejects with a clear error.
+   */
+  grant?(request: GrantRequest): Promise<void>;
+  /**
    * The device epoch (per-login revocation counter of trusted devices) stored under `key`, or 0
    * when there is none, with the store's clock at the reading (device tokens expire on it). A present epoch is kept at least `keepMs` from now (its expiry is extended,
    * never shortened), so it outlives every device token issued while it is in use. One round trip
@@ -213,4 +230,15 @@ export interface Store {
    * with that fail mode refuses a store without it when it is built.
    */
   fallback?(): Store;
+}
+
+/**
+ * The error of a grant asked of a `concurrency` policy: leases are freed by their receipts.
+ *
+ * @internal
+ */
+export function grantOfLeases(policy: string): TypeError {
+  return new TypeError(
+    `grant(): policy '${policy}' leases (concurrency): free a lease by its receipt (release), it has no room to grant`,
+  );
 }

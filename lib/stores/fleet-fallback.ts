@@ -2,6 +2,7 @@ import type { LimitRule } from '../core/policy';
 import type {
   AdjustRequest,
   RefundRequest,
+  GrantRequest,
   ResetRequest,
   SpendRequest,
   SpendResult,
@@ -167,6 +168,10 @@ export class FleetFallback implements Store {
 
   reset(request: ResetRequest): Promise<void> {
     return this.memory.reset(request);
+  }
+
+  grant(request: GrantRequest): Promise<void> {
+    return this.memory.grant(request);
   }
 
   /** The spends that owe the store something now (what they cost differs from what it holds). */

@@ -17,6 +17,7 @@ export type { RefusalCacheOptions } from './refusal-cache';
 export type {
   AdjustRequest,
   EpochReading,
+  GrantRequest,
   RefundRequest,
   ResetRequest,
   SpendRequest,

@@ -8,6 +8,8 @@ import { type Ledger, remember } from './memory/memory-ledger';
 import { judgeRequest, type Lockout } from './memory/memory-judge';
 import { eachLease, settleSpend } from './memory/memory-settle';
 import { MemoryTable } from './memory/memory-table';
+import { MEMORY_MODELS } from './memory/memory-models';
+import { grantOfLeases } from '../core/store';
 import { newSpendTag, nextSpendId } from './spend-id.util';
 import { stateLifetimeMs } from './state-lifetime.util';
 import { blockKey, epochKey, ledgerKey, storageKey } from './storage-key.util';
@@ -16,6 +18,7 @@ import type {
   AdjustRequest,
   EpochReading,
   RefundRequest,
+  GrantRequest,
   ResetRequest,
   SpendRequest,
   SpendResult,
@@ -162,6 +165,33 @@ export class MemoryStore implements Store {
     return Promise.resolve();
   }
 
+  grant(request: GrantRequest): Promise<void> {
+    if (request.algorithm === 'concurrency') return Promise.reject(grantOfLeases(request.policy));
+    const now = this.now();
+    const lifetime = stateLifetimeMs(request.algorithm, request.limits);
+    const algorithm = MEMORY_MODELS[request.algorithm];
+    for (const key of request.keys) {
+      const ledgerName = ledgerKey('', key, request.policy);
+      // As forgetCount: the ledger outlives every state the grant touched.
+      let expiresAt = Math.max(now + lifetime, this.table.entry(ledgerName)?.expiresAt ?? 0);
+      let given = false;
+      request.limits.forEach((rule, l) => {
+        const name = storageKey('', key, request.policy, l);
+        expiresAt = Math.max(expiresAt, this.table.entry(name)?.expiresAt ?? 0);
+        const state = this.table.read(name, algorithm, now);
+        if (state === undefined) return;
+        const next = algorithm.grant?.(state, rule, { cost: request.units, now });
+        if (next === undefined) return;
+        given = true;
+        if (next === null) this.table.delete(name);
+        else this.table.write(name, next.state, next.expiresAt);
+      });
+      // Receipts of spends made before give nothing back (see lua/lib/refund-frame.lua).
+      if (given) this.moveResetMark(ledgerName, now, expiresAt);
+    }
+    return Promise.resolve();
+  }
+
   /**
    * Forgets a caller key's count under every limit and moves its reset mark, so that receipts of
    * spends made before refund and adjust nothing (a reset, a lockout's `restart`); mirrors
@@ -182,6 +212,11 @@ export class MemoryStore implements Store {
       expiresAt = Math.max(expiresAt, this.table.entry(name)?.expiresAt ?? 0);
       this.table.delete(name);
     }
+    this.moveResetMark(ledgerName, now, expiresAt);
+  }
+
+  /** Moves a ledger's reset mark on (max(mark + 1, now)) and keeps it until `expiresAt`. */
+  private moveResetMark(ledgerName: string, now: number, expiresAt: number): void {
     const ledger = (this.table.live(ledgerName, now) as Ledger | undefined) ?? {
       members: new Map<string, number>(),
     };

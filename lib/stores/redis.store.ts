@@ -44,10 +44,12 @@ import {
 import { type LostReplyCounts, LostReplies, type LostSpend } from './lost-replies';
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
+import { grantOfLeases } from '../core/store';
 import type {
   AdjustRequest,
   EpochReading,
   RefundRequest,
+  GrantRequest,
   ResetRequest,
   SpendRequest,
   SpendResult,
@@ -595,6 +597,36 @@ export class RedisStore implements Store {
     });
   }
 
+  grant(request: GrantRequest): Promise<void> {
+    if (request.algorithm === 'concurrency') return Promise.reject(grantOfLeases(request.policy));
+    this.refusals?.forget(request.policy, request.keys);
+    return this.gate.inOrder(undefined, async () => {
+      const groups = this.stacks.slotGroups(request);
+      await this.stacks.whenSlotsFree(groups, () =>
+        Promise.all(
+          groups.map(([, indices]) => {
+            const { keys } = part(request, indices);
+            const declared = storageKeysWithLedgers(
+              this.prefix,
+              keys,
+              request.policy,
+              request.limits.length,
+            );
+            return this.run(`${request.algorithm}/refund`, declared, [
+              this.now(),
+              this.expiryOffsetMs,
+              request.units,
+              'grant',
+              '',
+              stateLifetimeMs(request.algorithm, request.limits),
+              ...limitArgs(request),
+            ]);
+          }),
+        ),
+      );
+    });
+  }
+
   /**
    * Refunds one slot group; `record: false` for a compensation (no receipt was ever issued). With
    * `actualCost`, adjusts the spend to it instead; with `script`, runs that script (a lease's
@@ -944,3 +976,4 @@ function settledMeanwhile(): StoreTimeoutError {
 function isEpoch(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
+

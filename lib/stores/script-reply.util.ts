@@ -87,7 +87,7 @@ export function toResult(
  * A request's limits as script arguments for a refund: L, then limit, window ms and burst per
  * limit (see lua/lib/refund-frame.lua).
  */
-export function limitArgs(request: SpendRequest): Array<number | string> {
+export function limitArgs(request: Pick<SpendRequest, 'limits'>): Array<number | string> {
   const args: Array<number | string> = [request.limits.length];
   for (const { limit, windowMs, burst } of request.limits) args.push(limit, windowMs, burst);
   return args;

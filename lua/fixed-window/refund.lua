@@ -41,4 +41,9 @@ local function charge(key, limit, window, burst, at)
   return 1
 end
 
+-- A grant: `cost` units off the current window's counter, never below zero.
+local function grant(key, limit, window, burst)
+  return refund(key, limit, window, burst, now)
+end
+
 --#include lib/refund-frame.lua

@@ -236,3 +236,16 @@ local function charge(key, limit, window, burst, at)
   }, capacity, limit)
   return 1
 end
+
+-- A grant: `cost` tokens back now, never beyond a full bucket (a debt shrinks first). Only the
+-- current point drops: the running minimums and pending segments describe points before it and
+-- stay as they are (refunds after it are capped by the lower backlog as well).
+local function grant(key, limit, window, burst)
+  local s, capacity = load(key, limit, window, burst)
+  if s.b == 0 then return 0 end
+  store(key, {
+    b = s.b - math.min(cost * window, s.b), busyStart = s.busyStart, m = s.m, lastAt = s.lastAt,
+    prevM = s.prevM, prevLastAt = s.prevLastAt, pending = openPending(s),
+  }, capacity, limit)
+  return 1
+end

@@ -12,6 +12,11 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
   charge(key, limit, window, burst, at) -> 1 if it charged anything, else 0
       adds `cost` units to the spend at `at` (above its `keep` units) where they would have been
       charged with it; nothing where the spend no longer weighs (its window is over)
+  grant(key, limit, window, burst) -> 1 if it gave anything, else 0
+      gives `cost` units of room now (`Limiter.grant`, a one-off allowance), never beyond an
+      empty state. A caller key given anything has its reset mark moved as a reset moves it
+      (reset/reset.lua): the grant settles every spend made before it, whose receipts then give
+      back nothing (else a spend the grant emptied the state of would be given back twice)
 
 Each caller key also has a ledger (a sorted set, same hash tag; its members and how it is trimmed:
 lib/ledger.lua): the ids of spends already refunded, scored by the spend's instant; the spends of
@@ -34,7 +39,8 @@ back; an adjustment is always recorded (so a copy of its receipt, or a later ref
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`; or 'outcome:<deadline>/<place>/<field>' (no deadline digits for
+       [4] at: the spend's `now`; or 'grant' for a grant ([3] the units; [5] and the marks
+           unused); or 'outcome:<deadline>/<place>/<field>' (no deadline digits for
            none) to settle a spend whose reply was lost: the spend's instant and marks are read
            from its entry (its place in its run) in its run's field of the outcome hash, one more
            key after the ledgers (see lib/outcome.lua), and no marks follow the limits. Before the
@@ -160,8 +166,33 @@ local function settleSpend(at, keyCount, limitCount, chargeMarker)
   return reduced
 end
 
+-- A grant: `cost` units of room on every caller key and limit; the reset mark of each caller key
+-- given anything moves on (as in reset/reset.lua), so receipts of earlier spends give nothing back.
+local function grantAll(limitCount)
+  local keyCount = #KEYS / (limitCount + 1)
+  local lifetime = tonumber(ARGV[6])
+  local given = 0
+  for k = 1, keyCount do
+    local ledger = KEYS[keyCount * limitCount + k]
+    local expireAt, before = math.max(now + lifetime + offset, rcall('PEXPIRETIME', ledger)), given
+    for l = 1, limitCount do
+      local key = KEYS[(k - 1) * limitCount + l]
+      local limit, window, burst = tonumber(ARGV[5 + 3 * l]), tonumber(ARGV[6 + 3 * l]), tonumber(ARGV[7 + 3 * l])
+      expireAt = math.max(expireAt, rcall('PEXPIRETIME', key))
+      given = given + grant(key, limit, window, burst)
+    end
+    if given > before then
+      local mark = math.max((tonumber(rcall('ZSCORE', ledger, 'reset')) or 0) + 1, now)
+      rcall('ZADD', ledger, mark, 'reset')
+      rcall('PEXPIREAT', ledger, expireAt)
+    end
+  end
+  return given
+end
+
 local function main()
   local limitCount = tonumber(ARGV[7])
+  if ARGV[4] == 'grant' then return grantAll(limitCount) end
   local at, keyCount
   local mode = string.sub(ARGV[4], 1, 8)
   if mode == 'outcome:' then

@@ -49,4 +49,11 @@ local function charge(key, limit, window, burst, at)
   return 1
 end
 
+-- A grant: the newest `cost` members go (in the set's order: by instant, then by name), so a
+-- receipt refunded after it removes only what is still there.
+local function grant(key, limit, window, burst)
+  if rcall('ZREMRANGEBYRANK', key, -cost, -1) > 0 then return 1 end
+  return 0
+end
+
 --#include lib/refund-frame.lua

@@ -53,4 +53,33 @@ local function charge(key, limit, window, burst, at)
   return 1
 end
 
+-- A grant: `cost` units of room now, off the current window's count first, then off the previous
+-- window's (enough of it, weighted as a decision weighs it now, to make the rest of the room, or
+-- all of it); never below zero, the expiry kept.
+local function grant(key, limit, window, burst)
+  local raw = rcall('GET', key)
+  if not raw then return 0 end
+  local sw, cur, prev = string.match(raw, '^(%d+):(%d+):(%d+)$')
+  sw, cur, prev = tonumber(sw), tonumber(cur), tonumber(prev)
+  local w = math.floor(now / window)
+  if sw == w - 1 then
+    sw, cur, prev = w, 0, cur -- (as a decision reads it: its count is now the previous window's)
+  elseif sw ~= w then
+    return 0 -- nothing weighs any more (or a later window's state: the clock stepped back)
+  end
+  local fromCur = math.min(cost, cur)
+  local fromPrev, rest, weight = 0, cost - fromCur, window - (now - w * window)
+  if rest > 0 and prev > 0 then
+    fromPrev = math.min(prev, math.floor((rest * window + weight - 1) / weight))
+  end
+  if fromCur == 0 and fromPrev == 0 then return 0 end
+  cur, prev = cur - fromCur, prev - fromPrev
+  if cur == 0 and prev == 0 then
+    rcall('DEL', key)
+  else
+    rcall('SET', key, string.format('%d:%d:%d', sw, cur, prev), 'KEEPTTL')
+  end
+  return 1
+end
+
 --#include lib/refund-frame.lua

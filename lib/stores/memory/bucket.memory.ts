@@ -76,6 +76,16 @@ export const bucketMemory: MemoryAlgorithm<BucketState> = {
     );
   },
 
+  grant(state, rule, { cost, now }) {
+    const s = load(state, rule, now);
+    if (s.b === 0) return undefined;
+    // Only the current point drops (see lua/lib/bucket.lua): the running minimums stay.
+    const b = s.b - Math.min(cost * rule.windowMs, s.b);
+    if (b <= 0) return null;
+    const { busyStart, m, lastAt, prevM, prevLastAt } = s;
+    return stored({ b, at: now, busyStart, m, lastAt, prevM, prevLastAt }, rule);
+  },
+
   charge(state, rule, { cost, now, at }) {
     const { b, busyStart, m, lastAt, prevM, prevLastAt } = load(state, rule, now);
     // Full since the spend: it weighs on nothing, as for a refund.

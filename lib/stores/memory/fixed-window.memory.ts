@@ -35,6 +35,10 @@ export const fixedWindowMemory: MemoryAlgorithm<FixedWindowState> = {
     };
   },
 
+  grant(state, rule, { cost, now }) {
+    return this.refund(state, rule, { cost, now, at: now, keep: 0, reserved: cost });
+  },
+
   charge(state, { windowMs }, { cost, at, now }) {
     const chargedEnd = (Math.floor(at / windowMs) + 1) * windowMs;
     if (now >= chargedEnd || (state && state.windowEnd !== chargedEnd)) return undefined;

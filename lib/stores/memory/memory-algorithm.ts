@@ -62,6 +62,11 @@ export interface MemoryAlgorithm<S> {
    * a limit check: the new state, or `undefined` when the spend no longer weighs (nothing to add).
    */
   charge(state: S | undefined, rule: LimitRule, spend: SettleContext): StoredState<S> | undefined;
+  /**
+   * Gives `cost` units of room now (`Store.grant`), never beyond an empty state: the new state,
+   * `null` to delete, or `undefined` when there is nothing to give. Absent for `concurrency`.
+   */
+  grant?(state: S, rule: LimitRule, spend: SpendContext): StoredState<S> | null | undefined;
 }
 
 /** The evaluation of a state from a window that starts at `seen`, later than now (see `seen`). */

@@ -55,6 +55,27 @@ export const slidingLogMemory: MemoryAlgorithm<SlidingLogState> = {
     return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
   },
 
+  grant(state, { windowMs }, { cost }) {
+    // The newest `cost` members go, in a sorted set's order (by instant, then by name), as
+    // ZREMRANGEBYRANK takes them in lua/sliding-log/refund.lua.
+    const order = state.log
+      .map((member, i) => ({ member, i }))
+      .sort((a, b) =>
+        a.member.at !== b.member.at
+          ? a.member.at - b.member.at
+          : a.member.id < b.member.id
+            ? -1
+            : a.member.id > b.member.id
+              ? 1
+              : 0,
+      );
+    const gone = new Set(order.slice(Math.max(0, order.length - cost)).map(({ i }) => i));
+    if (gone.size === 0) return undefined;
+    const log = state.log.filter((_, i) => !gone.has(i));
+    if (log.length === 0) return null;
+    return { state: { log }, expiresAt: log[log.length - 1]!.at + windowMs };
+  },
+
   charge(state, { limit, windowMs }, { cost, spendId, at, now, keep, reserved }) {
     if (!spendId || at <= now - windowMs) return undefined; // they would no longer count
     const count = stored(limit, reserved, keep, cost);

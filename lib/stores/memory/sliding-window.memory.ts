@@ -53,6 +53,26 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     return { state: { window: state.window, cur, prev }, expiresAt: (state.window + 2) * windowMs };
   },
 
+  grant(state, { windowMs }, { cost, now }) {
+    const w = Math.floor(now / windowMs);
+    let cur: number;
+    let prev: number;
+    if (state.window === w - 1) [cur, prev] = [0, state.cur]; // as a decision reads it
+    else if (state.window === w) ({ cur, prev } = state);
+    else return undefined; // nothing weighs any more (or a later window's: the clock stepped back)
+    const fromCur = Math.min(cost, cur);
+    const rest = cost - fromCur;
+    const weight = windowMs - (now - w * windowMs);
+    const fromPrev =
+      rest > 0 && prev > 0 ? Math.min(prev, Math.floor((rest * windowMs + weight - 1) / weight)) : 0;
+    if (fromCur === 0 && fromPrev === 0) return undefined;
+    cur -= fromCur;
+    prev -= fromPrev;
+    if (cur === 0 && prev === 0) return null;
+    // The expiry kept: the stored window's.
+    return { state: { window: w, cur, prev }, expiresAt: (state.window + 2) * windowMs };
+  },
+
   charge(state, { windowMs }, { cost, at, now }) {
     const charged = Math.floor(at / windowMs);
     const w = Math.floor(now / windowMs);
