@@ -87,14 +87,16 @@ export class BoardApp {
     if (crossSiteRead(request.headers)) return this.plain(403, 'Cross-site request refused');
     if (route === 'assets/board.css') return this.asset('text/css', BOARD_CSS);
     if (route === 'assets/board.js') return this.asset('text/javascript', BOARD_JS);
-    const known = PAGES.some(([r]) => r === route) || route === 'unlock';
+    const action = route === 'unlock' || route === 'grant';
+    const known = PAGES.some(([r]) => r === route) || action;
     if (!known) return this.plain(404, 'No such page');
     if (method === 'POST') {
-      if (route !== 'key' && route !== 'unlock') return this.plain(405, 'Not a form');
+      if (route !== 'key' && !action) return this.plain(405, 'Not a form');
       return this.post(request, route);
     }
     if (method !== 'GET' && method !== 'HEAD') return this.plain(405, 'Method not allowed');
     if (route === 'unlock') return this.plain(405, 'Unlock is a POST');
+    if (route === 'grant') return this.plain(405, 'Grant is a POST');
     return this.render(request, route as PageRoute, await this.pageOf(request, route as PageRoute));
   }
 
@@ -143,7 +145,10 @@ export class BoardApp {
     }
   }
 
-  private async post(request: BoardRequest, route: 'key' | 'unlock'): Promise<BoardResponse> {
+  private async post(
+    request: BoardRequest,
+    route: 'key' | 'unlock' | 'grant',
+  ): Promise<BoardResponse> {
     if (!sameOrigin(request.headers)) return this.plain(403, 'Cross-site request refused');
     const cookie = cookieOf(request.headers, CSRF_COOKIE);
     const token = field(request.body, 'csrf');
@@ -180,15 +185,20 @@ export class BoardApp {
         error: true,
       });
     }
+    const verb = route === 'grant' ? 'grant room to' : 'unlock';
     if (key === '' || key.length > MAX_FIELD) {
-      return this.keyResponse(request, ctx, [], { text: 'No key to unlock.', error: true });
+      return this.keyResponse(request, ctx, [], { text: `No key to ${verb}.`, error: true });
     }
     if (isShortenedKey(key)) {
       return this.keyResponse(request, ctx, [], {
-        text: 'This key was shortened for the board: unlock it with its full key (redlimit reset --key).',
+        text:
+          route === 'grant'
+            ? 'This key was shortened for the board: grant room with its full key (redlimit grant --key).'
+            : 'This key was shortened for the board: unlock it with its full key (redlimit reset --key).',
         error: true,
       });
     }
+    if (route === 'grant') return this.grant(request, ctx, limiter, key);
     await limiter.reset(key);
     await this.source.book.appendAudit({
       actor: request.actor,
@@ -199,6 +209,47 @@ export class BoardApp {
     });
     return this.keyResponse(request, ctx, [key], {
       text: `Unlocked ${policy} for this key: its budget is full and any lockout is over.`,
+    });
+  }
+
+  /** A one-off allowance from a key's page: `units` of room now under one policy, audited. */
+  private async grant(
+    request: BoardRequest,
+    ctx: PageContext,
+    limiter: Limiter,
+    key: string,
+  ): Promise<BoardResponse> {
+    const policy = limiter.policy.name;
+    const text = field(request.body, 'units') ?? '';
+    const units = /^[1-9]\d{0,8}$/.test(text) ? Number(text) : undefined;
+    if (units === undefined) {
+      return this.keyResponse(request, ctx, [key], {
+        text: 'Give the units to grant as a whole number from 1 to 999,999,999.',
+        error: true,
+      });
+    }
+    if (!ctx.grantable.has(policy)) {
+      return this.keyResponse(request, ctx, [key], {
+        text: `Policy '${policy}' leases (concurrency): nothing to grant; a lease ends when released or at its window.`,
+        error: true,
+      });
+    }
+    try {
+      await limiter.grant(key, units);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      return this.keyResponse(request, ctx, [key], { text: error.message, error: true });
+    }
+    await this.source.book.appendAudit({
+      actor: request.actor,
+      action: 'grant',
+      via: this.source.via,
+      policy,
+      key,
+      detail: `${units} unit${units === 1 ? '' : 's'}`,
+    });
+    return this.keyResponse(request, ctx, [key], {
+      text: `Granted ${units} unit${units === 1 ? '' : 's'} of room under ${policy} to this key, now (never beyond a full budget; a lockout stays: unlock ends it).`,
     });
   }
 
@@ -276,6 +327,12 @@ export class BoardApp {
       readOnly: this.readOnly,
       now: this.source.book.now(),
       actionable: new Set(this.source.limiters().map((l) => l.policy.name)),
+      grantable: new Set(
+        this.source
+          .limiters()
+          .filter((l) => l.policy.algorithm !== 'concurrency')
+          .map((l) => l.policy.name),
+      ),
     };
   }
 

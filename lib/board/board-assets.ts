@@ -1,6 +1,6 @@
 // The ops board's stylesheet and script, served from `<path>/assets/`. No build step, no framework:
 // the pages are whole without the script (reading and every action work with scripts off); the
-// script refreshes the figures in place and asks before an unlock.
+// script refreshes the figures in place and asks before an unlock or a grant.
 
 /** `<path>/assets/board.css`. */
 export const BOARD_CSS = `
@@ -36,6 +36,7 @@ td code, .key { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; fon
   margin: 0 0 1rem; }
 .notice.error { border-color: var(--refused); }
 form.inline { display: inline; margin: 0 .2rem 0 0; }
+input.units { width: 5em; font: inherit; margin: 0 .2rem; }
 form.lookup { display: flex; gap: .5rem; flex-wrap: wrap; align-items: center;
   margin: 0 0 1rem; padding: .6rem; background: var(--panel); border-radius: 6px; }
 input[type=text], select { font: inherit; padding: .3rem .4rem; border: 1px solid var(--line);

@@ -25,6 +25,8 @@ export interface PageContext {
   readonly now: number;
   /** Policies this board can act on (peek, unlock), by name. */
   readonly actionable: ReadonlySet<string>;
+  /** Of those, the policies that can grant room (every algorithm but `concurrency`). */
+  readonly grantable: ReadonlySet<string>;
 }
 
 /** Minutes of rates the Policies page draws. */
@@ -188,6 +190,33 @@ function unlockForm(ctx: PageContext, policy: string, key: string): Html {
   });
 }
 
+/** The Grant form of a key under a policy: units of room now (see `Limiter.grant`). */
+function grantForm(ctx: PageContext, policy: string, key: string): Html {
+  return html`<form
+    method="post"
+    action="${ctx.base}/grant"
+    class="inline"
+    data-confirm="${`Grant room under ${policy} to this key now? It can spend that many more units at once.`}"
+  >
+    <input type="hidden" name="csrf" value="${ctx.csrf}" /><input
+      type="hidden"
+      name="policy"
+      value="${policy}"
+    /><input type="hidden" name="key64" value="${key64(key)}" /><label
+      >units
+      <input
+        type="number"
+        name="units"
+        min="1"
+        max="999999999"
+        step="1"
+        value="1"
+        required
+        class="units" /></label
+    ><button type="submit">Grant</button>
+  </form>`;
+}
+
 /** A key as a form carries it (base64url of its UTF-8). */
 export function key64(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
@@ -336,7 +365,9 @@ export function keyPage(
         const unlock =
           ctx.readOnly || !ctx.actionable.has(s.policy) || isShortenedKey(key)
             ? html``
-            : unlockForm(ctx, s.policy, key);
+            : ctx.grantable.has(s.policy)
+              ? join([unlockForm(ctx, s.policy, key), grantForm(ctx, s.policy, key)])
+              : unlockForm(ctx, s.policy, key);
 
         return [s.policy, status, unlock];
       });
@@ -369,7 +400,7 @@ export function auditPage(entries: readonly AuditEntry[]): Html {
     table(['when', 'who', 'what', 'from', 'policy', 'key', ''], rows),
     html`<p class="note">
       Kept in the store (the latest 10,000 entries, 90 days after the last one); each action is also
-      a decision event (operation <code>reset</code>).
+      a decision event (operation <code>reset</code> or <code>grant</code>).
     </p>`,
   ]);
 }

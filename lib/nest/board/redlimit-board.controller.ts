@@ -45,6 +45,16 @@ export class BoardRoutes {
     return this.board.serve(req, res, 'unlock');
   }
 
+  @Get('grant')
+  grantForm(@Req() req: unknown, @Res() res: unknown): Promise<void> {
+    return this.board.serve(req, res, 'grant');
+  }
+
+  @Post('grant')
+  grant(@Req() req: unknown, @Res() res: unknown): Promise<void> {
+    return this.board.serve(req, res, 'grant');
+  }
+
   @Get('shadow')
   shadow(@Req() req: unknown, @Res() res: unknown): Promise<void> {
     return this.board.serve(req, res, 'shadow');

@@ -12,7 +12,8 @@ import { RedlimitBoard } from './redlimit-board.service';
 /**
  * The ops board: pages that show, for the whole fleet, each policy's rates, the keys refused
  * most, current lockouts, what shadow policies would refuse and the audit of actions; a key's
- * budget under every policy, and a button to unlock it (not in `readOnly` mode). Served by the
+ * budget under every policy, with buttons to unlock it and to grant it a one-off allowance (not
+ * in `readOnly` mode). Served by the
  * app at `path` on Express and Fastify; off unless `authorize` lets the request in. Needs
  * `RedlimitModule` (its store keeps the board's figures: Redis for a fleet, memory for one
  * process). `redlimit board` serves the same board from the CLI.

@@ -20,7 +20,7 @@ export interface RedlimitBoardOptions {
    * asset and action.
    */
   readonly authorize: BoardAuthorize;
-  /** Shows figures only: no unlock buttons, and the actions answer 403 (default false). */
+  /** Shows figures only: no unlock or grant buttons, and the actions answer 403 (default false). */
   readonly readOnly?: boolean;
   /**
    * Who is acting, for the audit (e.g. the signed-in operator's name from the request); default

@@ -135,6 +135,47 @@ describe.each(PLATFORMS)('ops board on %s', (platform) => {
       expect(audit.body).toMatch(/<td>unlock<\/td>/);
     });
 
+    it('grants a one-off allowance from a key’s page (a POST with units), audited', async () => {
+      const email = `grant-${platform}-${kind}@example.com`;
+      const key = attemptKey('email', email, SECRET);
+      expect(await failLogins(email, 2)).toEqual([201, 201]); // (a third would lock it out)
+      const { cookie, csrf } = await page('/key');
+      const viewed = await post(
+        'key',
+        { part: 'key', value: key, csrf: csrf! },
+        { cookie: cookie! },
+      );
+      const view = await viewed.text();
+      expect(view).toContain(`action="/ops/limits/grant"`);
+      expect(view).toContain('name="units"');
+      expect(view).toContain('1 of 3 per 15m left');
+      expect((await running.request('/ops/limits/grant', { headers: OPS })).status).toBe(405);
+
+      for (const units of ['0', '-1', '1.5', 'two', '']) {
+        const refused = await post(
+          'grant',
+          { policy: 'login', key, units, csrf: csrf! },
+          { cookie: cookie! },
+        );
+        expect(await refused.text()).toContain('Give the units to grant as a whole number');
+      }
+      const noToken = await post('grant', { policy: 'login', key, units: '2', csrf: csrf! }, {});
+      expect(noToken.status).toBe(403);
+
+      const granted = await post(
+        'grant',
+        { policy: 'login', key, units: '1', csrf: csrf! },
+        { cookie: cookie! },
+      );
+      expect(granted.status).toBe(200);
+      const after = await granted.text();
+      expect(after).toContain('Granted 1 unit of room under login to this key');
+      expect(after).toContain('2 of 3 per 15m left');
+      const audit = await page('/audit');
+      expect(audit.body).toMatch(/<td>grant<\/td>/);
+      expect(audit.body).toContain('<td>1 unit</td>');
+    });
+
     it('finds a key from an email typed in the look-up box (POST), hashed as the app does', async () => {
       const email = `Lookup-${platform}-${kind}@Example.com`;
       await failLogins(email, 4);
@@ -185,6 +226,12 @@ describe.each(PLATFORMS)('ops board on %s', (platform) => {
       });
       expect(unlock.status).toBe(403);
       expect(body).not.toContain('>Unlock<');
+      const grant = await fetch(`${running.url}/ops/limits/grant`, {
+        method: 'POST',
+        headers: { ...OPS, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ policy: 'login', key: 'email:x', units: '1', csrf }).toString(),
+      });
+      expect(grant.status).toBe(403);
     } finally {
       await running.close();
     }
