@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { userInfo } from 'node:os';
+import { cliActor } from './cli-actor.util';
 import { BoardApp, cookieOf } from '../board/board-app';
 import type { BoardSource } from '../board/board-request';
 import { Limiter } from '../core/limiter';
@@ -85,12 +85,7 @@ export async function serveBoard(
     via: 'cli',
   };
   const app = new BoardApp(source, { readOnly: options.readOnly });
-  let actor = 'cli';
-  try {
-    actor = `cli:${userInfo().username}`;
-  } catch {
-    // no user name on this system
-  }
+  const actor = cliActor();
 
   const server = createServer((req, res) => {
     void handle(req, res);

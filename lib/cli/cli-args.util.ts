@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { usageError } from './cli.error';
 
 /** The commands of `redlimit`. */
-export const COMMANDS = ['policies', 'peek', 'reset', 'revoke-devices', 'board'] as const;
+export const COMMANDS = ['policies', 'peek', 'reset', 'grant', 'revoke-devices', 'board'] as const;
 
 /** One of {@link COMMANDS}. */
 export type CommandName = (typeof COMMANDS)[number];
@@ -11,9 +11,11 @@ export type CommandName = (typeof COMMANDS)[number];
 export interface CliArgs {
   /** The command; undefined with `--help` or `--version` alone. */
   readonly command?: CommandName;
-  /** `peek` and `reset`: the policy name. */
+  /** `peek`, `reset` and `grant`: the policy name. */
   readonly policy?: string;
-  /** `peek`, `reset` and `revoke-devices`: `part=value` arguments (`@Attempt` parts). */
+  /** `grant`: `--units`, the room to give each key (a whole number ≥ 1). */
+  readonly units?: number;
+  /** `peek`, `reset`, `grant` and `revoke-devices`: `part=value` arguments (`@Attempt` parts). */
   readonly parts: readonly string[];
   /** `--key`: caller keys used as given. */
   readonly rawKeys: readonly string[];
@@ -95,6 +97,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
         host: { type: 'string' },
         'read-only': { type: 'boolean', default: false },
         token: { type: 'string' },
+        units: { type: 'string' },
       },
     });
   } catch (error) {
@@ -140,6 +143,24 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     );
   }
   const name = command as CommandName;
+  if (values.units !== undefined && name !== 'grant') {
+    throw usageError(`--units is for grant only; ${name} takes none`);
+  }
+  if (name === 'grant' && !values.help) {
+    if (values.units === undefined) {
+      throw usageError('grant needs --units N: the room to give each key (a whole number ≥ 1)');
+    }
+    const units = Number(values.units);
+    if (!/^\d+$/.test(values.units) || !Number.isSafeInteger(units) || units < 1) {
+      throw usageError(`--units ${JSON.stringify(values.units)}: expected a whole number ≥ 1`);
+    }
+    if (policy === undefined) {
+      throw usageError(
+        'grant needs a policy name and keys: redlimit grant <policy> <key…> --units N',
+      );
+    }
+    return { ...base, command: name, policy, units };
+  }
   if (name === 'policies') {
     if (policy !== undefined) throw usageError(`policies takes no arguments; got '${policy}'`);
     return { ...base, command: name };

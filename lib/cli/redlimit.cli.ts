@@ -13,6 +13,8 @@ import { serveBoard } from './board.command';
 import { peekCommand } from './peek.command';
 import { type CommandOutput, policiesCommand } from './policies.command';
 import { resetCommand } from './reset.command';
+import { grantCommand } from './grant.command';
+import { cliActor } from './cli-actor.util';
 import { revokeDevicesCommand } from './revoke-devices.command';
 
 /** Where the `redlimit` command reads its environment and writes its output. */
@@ -36,6 +38,9 @@ Commands:
   policies                 the policies of REDLIMIT_POLICIES (no Redis needed)
   peek <policy> <key…>     budget left per key (writes nothing)
   reset <policy> <key…>    deletes the policy's state for the keys: full budget again (unlock)
+  grant <policy> <key…> --units N
+                           gives each key N units of room now under every limit of the policy
+                           (a one-off allowance, never beyond a full budget; a lockout stays)
   revoke-devices <login…>  every trusted-device token of the logins is untrusted from now on
                            (RedlimitDevices.revokeAll); logins as part=value or --key part:hash
   board                    serves the ops board (policies, refusals, lockouts, unlock, audit)
@@ -63,7 +68,8 @@ Options:
   --policies SPEC          more policies, REDLIMIT_POLICIES syntax (for policies defined in code)
   --timeout MS             bound on connecting and on each command (default ${DEFAULT_TIMEOUT_MS})
   --port N, --host ADDR    board: where to listen (default 4040 on 127.0.0.1)
-  --read-only              board: show figures only, no unlock
+  --read-only              board: show figures only, no unlock or grant
+  --units N                grant: the room to give each key
   --token TOKEN            board: the access token (default: a random one; 16+ of A-Z a-z 0-9 - _)
   --dotenv PATH            read variables from a dotenv file too (variables already set win),
                            e.g. the app's own: --dotenv sample/redlimit.env
@@ -82,6 +88,7 @@ Examples:
   redlimit peek login email=alice@example.com ip=203.0.113.7
   redlimit reset login email=alice@example.com
   redlimit reset links --route 'LinksController.create /links' --ip 203.0.113.7 --json
+  redlimit grant login email=alice@example.com --units 3
   redlimit revoke-devices email=alice@example.com
   redlimit board --redis redis://10.0.0.5:6379 --port 4040
 `;
@@ -110,7 +117,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       await boardUntilStopped(args, cliConfig(args, env), io);
       return EXIT_CODES.ok;
     }
-    const output = await execute(args, cliConfig(args, env));
+    const output = await execute(args, cliConfig(args, env), io);
     io.stdout.write(args.json ? `${JSON.stringify(output.json, null, 2)}\n` : `${output.text}\n`);
     return EXIT_CODES.ok;
   } catch (error) {
@@ -124,7 +131,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
   }
 }
 
-async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput> {
+async function execute(
+  args: CliArgs,
+  config: CliConfig,
+  io: Pick<CliIo, 'stderr'>,
+): Promise<CommandOutput> {
   if (args.command === 'policies') return policiesCommand(config);
   // Everything that can be wrong with the input is found before Redis is contacted.
   if (args.command === 'revoke-devices') {
@@ -135,15 +146,58 @@ async function execute(args: CliArgs, config: CliConfig): Promise<CommandOutput>
   }
   const definition = policyDefinition(args.policy!, config);
   const keys = callerKeys(args, config);
-  return withStore(args, config, (store) => {
+  return withStore(args, config, async (store) => {
     // Fail mode closed, silently: a failure must become an error here, never a made-up budget.
     const limiter = new Limiter(
       store,
       { ...definition, name: args.policy!, failMode: 'closed' },
       { timeoutMs: args.timeoutMs, onStoreFailure: () => undefined },
     );
-    return args.command === 'peek' ? peekCommand(limiter, keys) : resetCommand(limiter, keys);
+    if (args.command === 'peek') return peekCommand(limiter, keys);
+    const output =
+      args.command === 'grant'
+        ? await grantCommand(limiter, keys, args.units!)
+        : await resetCommand(limiter, keys);
+    await audited(store, io, {
+      action: args.command === 'grant' ? 'grant' : 'unlock',
+      policy: args.policy!,
+      keys: keys.map(({ key }) => key),
+      ...(args.command === 'grant' && {
+        detail: `${args.units!} unit${args.units === 1 ? '' : 's'}`,
+      }),
+    });
+    return output;
   });
+}
+
+/**
+ * Writes the audit entry of an action taken from the command line (the board's Audit page lists
+ * it, `via: 'cli'`, actor `cli:<user>`), one per key. The action has happened by then: an entry
+ * that cannot be written is a warning on stderr, not a failure.
+ */
+async function audited(
+  store: RedisStore,
+  io: Pick<CliIo, 'stderr'>,
+  action: { action: string; policy: string; keys: readonly string[]; detail?: string },
+): Promise<void> {
+  const book = store.board();
+  const actor = cliActor();
+  try {
+    for (const key of action.keys) {
+      await book.appendAudit({
+        actor,
+        action: action.action,
+        via: 'cli',
+        policy: action.policy,
+        key,
+        ...(action.detail !== undefined && { detail: action.detail }),
+      });
+    }
+  } catch (error) {
+    io.stderr.write(
+      `redlimit: warning: done, but its audit entry could not be written: ${oneLine((error as Error).message)}\n`,
+    );
+  }
 }
 
 /** `redlimit board`: serves the board until `io.signal` (or SIGINT / SIGTERM) stops it. */

@@ -83,6 +83,63 @@ describe.each(PLATFORMS)('redlimit command against a %s app', (platform) => {
     expect(after.keys[0]).toMatchObject({ allowed: false, remaining: 0 });
   });
 
+  it('grant gives a locked-out-by-count owner exactly N more attempts, and both actions are audited', async () => {
+    const attacker = '203.0.113.7';
+    const owner = '198.51.100.4';
+    for (let i = 0; i < 3; i++) expect((await signIn(attacker, 'guess')).status).toBe(401);
+    expect((await signIn(owner, 'wrong')).status).toBe(429);
+
+    const granted = await redlimit(
+      ['grant', 'login', 'email=alice@example.com', '--units', '2', '--json'],
+      env,
+    );
+    expect(granted).toMatchObject({ code: 0, stderr: '' });
+    const body = JSON.parse(granted.stdout) as {
+      policy: string;
+      units: number;
+      granted: unknown[];
+    };
+    expect(body).toMatchObject({ policy: 'login', units: 2 });
+    expect(body.granted).toHaveLength(1);
+
+    expect((await signIn(owner, 'wrong')).status).toBe(401);
+    expect((await signIn(owner, 'wrong')).status).toBe(401);
+    expect((await signIn(owner, PASSWORD)).status).toBe(429); // two, no more
+
+    expect((await redlimit(['reset', 'login', 'email=alice@example.com'], env)).code).toBe(0);
+    const client = createTestClient();
+    try {
+      const audit = await new RedisStore({ client, prefix: env.REDLIMIT_PREFIX! })
+        .board()
+        .audit(10);
+      const key = attemptKey('email', 'alice@example.com', KEY_SECRET, { normalize: true });
+      expect(audit.map((e) => [e.action, e.via, e.policy, e.key, e.detail])).toEqual([
+        ['unlock', 'cli', 'login', key, undefined],
+        ['grant', 'cli', 'login', key, '2 units'],
+      ]);
+      expect(audit[0]!.actor).toMatch(/^cli/);
+    } finally {
+      await client.quit();
+    }
+  });
+
+  it('grant: missing or bad units are usage errors, before Redis is touched', async () => {
+    const noRedis = { ...env, REDIS_URL: 'redis://127.0.0.1:1' };
+    for (const [argv, message] of [
+      [['grant', 'login', 'email=a@example.com'], 'grant needs --units N'],
+      [
+        ['grant', 'login', 'email=a@example.com', '--units', '0'],
+        '--units "0": expected a whole number ≥ 1',
+      ],
+      [['grant', 'login', 'email=a@example.com', '--units', '2.5'], '--units "2.5"'],
+      [['reset', 'login', 'email=a@example.com', '--units', '2'], '--units is for grant only'],
+    ] as const) {
+      const run = await redlimit([...argv], noRedis);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(message);
+    }
+  });
+
   it('revoke-devices: a device token that let the owner into a locked account no longer does', async () => {
     const attacker = '203.0.113.7';
     const owner = '198.51.100.4';
