@@ -409,7 +409,11 @@ export class Limiter {
    *   without `grant`; all before the store is touched
    */
   async grant(keys: Keys, units: number): Promise<void> {
-    checkArgumentCount(arguments.length, 2, 'grant() takes two arguments (the keys, and the units)');
+    checkArgumentCount(
+      arguments.length,
+      2,
+      'grant() takes two arguments (the keys, and the units)',
+    );
     return this.decider.grant(keys, units);
   }
 }

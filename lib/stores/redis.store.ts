@@ -976,4 +976,3 @@ function settledMeanwhile(): StoreTimeoutError {
 function isEpoch(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
-

@@ -57,14 +57,17 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     const w = Math.floor(now / windowMs);
     let cur: number;
     let prev: number;
-    if (state.window === w - 1) [cur, prev] = [0, state.cur]; // as a decision reads it
+    if (state.window === w - 1)
+      [cur, prev] = [0, state.cur]; // as a decision reads it
     else if (state.window === w) ({ cur, prev } = state);
     else return undefined; // nothing weighs any more (or a later window's: the clock stepped back)
     const fromCur = Math.min(cost, cur);
     const rest = cost - fromCur;
     const weight = windowMs - (now - w * windowMs);
     const fromPrev =
-      rest > 0 && prev > 0 ? Math.min(prev, Math.floor((rest * windowMs + weight - 1) / weight)) : 0;
+      rest > 0 && prev > 0
+        ? Math.min(prev, Math.floor((rest * windowMs + weight - 1) / weight))
+        : 0;
     if (fromCur === 0 && fromPrev === 0) return undefined;
     cur -= fromCur;
     prev -= fromPrev;
