@@ -300,6 +300,48 @@ describeBrowser('ops board in Chromium', () => {
       });
     });
 
+    it('grants a one-off allowance from a key’s page: units typed, confirm(), audited', async () => {
+      const email = `grant-${platform}@example.com`;
+      expect(await failLogins(running!, email, 2)).toEqual([201, 201]);
+      const key = attemptKey('email', email, SECRET);
+      const grantForm =
+        `form[action="${BOARD}/grant"]:has(input[name="policy"][value="login"])` +
+        `:has(input[name="key64"][value="${key64(key)}"])`;
+
+      await asOperator(async (page) => {
+        const dialogs: string[] = [];
+        page.on('dialog', (dialog: Dialog) => {
+          dialogs.push(dialog.message());
+          void dialog.accept();
+        });
+        await open(page, running!);
+        await follow(page, 'A key');
+        await page.select('form.lookup select[name="part"]', 'email');
+        await page.type('form.lookup input[name="value"]', email);
+        await clickAndWait(page, 'form.lookup button[type="submit"]');
+        expect(await visibleText(page, 'main table')).toContain('1 of 3 per 15m left');
+
+        await page.click(`${grantForm} input[name="units"]`, { count: 3 });
+        await page.type(`${grantForm} input[name="units"]`, '2');
+        const response = await clickAndWait(page, `${grantForm} button[type="submit"]`);
+        expect(response?.status()).toBe(200);
+        expect(dialogs).toEqual([
+          'Grant room under login to this key now? It can spend that many more units at once.',
+        ]);
+        expect(await visibleText(page, '.notice')).toContain(
+          'Granted 2 units of room under login to this key',
+        );
+        expect(await visibleText(page, 'main table')).toContain('3 of 3 per 15m left');
+
+        await follow(page, 'Audit');
+        const grants = (await rowTexts(page)).filter((r) => r.includes(key));
+        expect(grants).toHaveLength(1);
+        expect(grants[0]).toMatch(
+          new RegExp(` \\| ${OPERATOR} \\| grant \\| board \\| login \\| .* \\| 2 units$`),
+        );
+      });
+    });
+
     it('renders and unlocks with the page’s scripts disabled (no confirm then)', async () => {
       const email = `no-script-${platform}@example.com`;
       const key = await lockOut(running!, email);
@@ -328,7 +370,7 @@ describeBrowser('ops board in Chromium', () => {
       });
     });
 
-    it('shows no Unlock button in read-only mode, and says so', async () => {
+    it('shows no Unlock or Grant button in read-only mode, and says so', async () => {
       const email = `read-only-${platform}@example.com`;
       const key = await lockOut(readOnly!, email);
 
@@ -350,6 +392,7 @@ describeBrowser('ops board in Chromium', () => {
         expect(await visibleText(page, 'main h2 .key')).toBe(key);
         expect(await visibleText(page, 'main table')).toContain('locked out until');
         expect(await countOf(page, `form[action="${BOARD}/unlock"]`)).toBe(0);
+        expect(await countOf(page, `form[action="${BOARD}/grant"]`)).toBe(0);
         expect(await visibleText(page, 'header .mode')).toBe('read-only');
       });
     });
