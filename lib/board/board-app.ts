@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { canonicalIp } from '../http/client-ip.util';
 import { apiKeyHash, attemptKey } from '../http/key-hash.util';
 import { ipKey } from '../http/throttle-key.util';
+import { StoreTimeoutError } from '../core/errors';
 import type { Limiter } from '../core/limiter';
 import type { PolicyCard } from '../stores/board-book';
 import { BOARD_CSS, BOARD_JS } from './board-assets';
@@ -237,6 +238,12 @@ export class BoardApp {
     try {
       await limiter.grant(key, units);
     } catch (error) {
+      if (error instanceof StoreTimeoutError) {
+        return this.keyResponse(request, ctx, [key], {
+          text: 'The store did not answer in time: the grant may or may not have been applied (one that reached it late was not). Check the state below before granting again.',
+          error: true,
+        });
+      }
       if (!(error instanceof RangeError)) throw error;
       return this.keyResponse(request, ctx, [key], { text: error.message, error: true });
     }

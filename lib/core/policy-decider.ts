@@ -213,6 +213,7 @@ export class PolicyDecider implements SettlingLimiter {
       limits: this.policy.limits,
       keys: normalizeKeys(keys),
       units,
+      deadlineAt: monotonicNow() + this.timeoutMs,
     };
     const started = monotonicNow();
     await this.deadlines.race(store.grant(request));

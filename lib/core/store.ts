@@ -138,6 +138,12 @@ export interface ResetRequest {
 export interface GrantRequest extends ResetRequest {
   /** Units of room to give (a whole number ≥ 1). */
   readonly units: number;
+  /**
+   * When the caller stops waiting (`monotonicNow`): a store that can be reached late (Redis) must
+   * not apply a grant that arrives after it, so a grant the caller was told timed out and tries
+   * again is not given twice.
+   */
+  readonly deadlineAt?: number;
 }
 
 /** A device epoch as read, with the store's clock at the reading (see `Store.readEpoch`). */

@@ -600,9 +600,10 @@ export class RedisStore implements Store {
   grant(request: GrantRequest): Promise<void> {
     if (request.algorithm === 'concurrency') return Promise.reject(grantOfLeases(request.policy));
     this.refusals?.forget(request.policy, request.keys);
-    return this.gate.inOrder(undefined, async () => {
+    return this.gate.inOrder(request.deadlineAt, async () => {
       const groups = this.stacks.slotGroups(request);
-      await this.stacks.whenSlotsFree(groups, () =>
+      const deadline = this.deadlineOnScriptClock(request.deadlineAt) ?? '';
+      const replies = await this.stacks.whenSlotsFree(groups, () =>
         Promise.all(
           groups.map(([, indices]) => {
             const { keys } = part(request, indices);
@@ -617,13 +618,19 @@ export class RedisStore implements Store {
               this.expiryOffsetMs,
               request.units,
               'grant',
-              '',
+              deadline,
               stateLifetimeMs(request.algorithm, request.limits),
               ...limitArgs(request),
             ]);
           }),
         ),
       );
+      if ((replies as number[]).includes(-1)) {
+        throw new StoreTimeoutError(
+          undefined,
+          'the grant ran after its deadline and wrote nothing',
+        );
+      }
     });
   }
 

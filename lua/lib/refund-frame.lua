@@ -16,7 +16,10 @@ Included at the end of lua/<algorithm>/refund.lua, which defines:
       gives `cost` units of room now (`Limiter.grant`, a one-off allowance), never beyond an
       empty state. A caller key given anything has its reset mark moved as a reset moves it
       (reset/reset.lua): the grant settles every spend made before it, whose receipts then give
-      back nothing (else a spend the grant emptied the state of would be given back twice)
+      back nothing. Counts do not say which spends a grant gave back, so else a spend's units
+      could come back twice (from the grant, then its receipt, landing on a count emptied and
+      written again since); and MemoryStore, which tells a state written again from the one a
+      spend charged, would disagree with Redis
 
 Each caller key also has a ledger (a sorted set, same hash tag; its members and how it is trimmed:
 lib/ledger.lua): the ids of spends already refunded, scored by the spend's instant; the spends of
@@ -39,8 +42,9 @@ back; an adjustment is always recorded (so a copy of its receipt, or a later ref
 KEYS   the state keys as in consume-frame.lua (K caller keys × L limits), then one ledger per
        caller key: KEYS[K*L + k]
 ARGV   [1] now ('' for Redis TIME)  [2] expiry offset  [3] cost that was charged
-       [4] at: the spend's `now`; or 'grant' for a grant ([3] the units; [5] and the marks
-           unused); or 'outcome:<deadline>/<place>/<field>' (no deadline digits for
+       [4] at: the spend's `now`; or 'grant' for a grant ([3] the units, [5] the
+           caller's deadline on the script's clock or '' for none: run after it, the grant writes
+           nothing and answers -1; the marks unused); or 'outcome:<deadline>/<place>/<field>' (no deadline digits for
            none) to settle a spend whose reply was lost: the spend's instant and marks are read
            from its entry (its place in its run) in its run's field of the outcome hash, one more
            key after the ledgers (see lib/outcome.lua), and no marks follow the limits. Before the
@@ -169,6 +173,7 @@ end
 -- A grant: `cost` units of room on every caller key and limit; the reset mark of each caller key
 -- given anything moves on (as in reset/reset.lua), so receipts of earlier spends give nothing back.
 local function grantAll(limitCount)
+  if ARGV[5] ~= '' and now > tonumber(ARGV[5]) then return -1 end -- the caller gave up: nothing
   local keyCount = #KEYS / (limitCount + 1)
   local lifetime = tonumber(ARGV[6])
   local given = 0

@@ -53,9 +53,10 @@ local function charge(key, limit, window, burst, at)
   return 1
 end
 
--- A grant: `cost` units of room now, off the current window's count first, then off the previous
--- window's (enough of it, weighted as a decision weighs it now, to make the rest of the room, or
--- all of it); never below zero, the expiry kept.
+-- A grant: `cost` units of room now, off the current window's count first, then the fewest units
+-- off the previous window's that make the room a decision sees now exactly `cost` more (its
+-- weight is fractional: room already part free counts), or all of it; never below zero, the
+-- expiry kept.
 local function grant(key, limit, window, burst)
   local raw = rcall('GET', key)
   if not raw then return 0 end
@@ -67,10 +68,14 @@ local function grant(key, limit, window, burst)
   elseif sw ~= w then
     return 0 -- nothing weighs any more (or a later window's state: the clock stepped back)
   end
+  local weight = window - (now - w * window)
+  local target = math.floor((limit * window - prev * weight) / window) - cur + cost -- the room wanted
   local fromCur = math.min(cost, cur)
-  local fromPrev, rest, weight = 0, cost - fromCur, window - (now - w * window)
-  if rest > 0 and prev > 0 then
-    fromPrev = math.min(prev, math.floor((rest * window + weight - 1) / weight))
+  local fromPrev, left = 0, cur - fromCur
+  if fromCur < cost and prev > 0 then
+    -- the least p with floor((limit * window - (prev - p) * weight) / window) - left >= target
+    local p = math.ceil(((target + left - limit) * window + prev * weight) / weight)
+    fromPrev = math.max(0, math.min(prev, p))
   end
   if fromCur == 0 and fromPrev == 0 then return 0 end
   cur, prev = cur - fromCur, prev - fromPrev

@@ -53,7 +53,7 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
     return { state: { window: state.window, cur, prev }, expiresAt: (state.window + 2) * windowMs };
   },
 
-  grant(state, { windowMs }, { cost, now }) {
+  grant(state, { limit, windowMs }, { cost, now }) {
     const w = Math.floor(now / windowMs);
     let cur: number;
     let prev: number;
@@ -61,12 +61,20 @@ export const slidingWindowMemory: MemoryAlgorithm<SlidingWindowState> = {
       [cur, prev] = [0, state.cur]; // as a decision reads it
     else if (state.window === w) ({ cur, prev } = state);
     else return undefined; // nothing weighs any more (or a later window's: the clock stepped back)
-    const fromCur = Math.min(cost, cur);
-    const rest = cost - fromCur;
     const weight = windowMs - (now - w * windowMs);
+    // The room wanted: what a decision sees now, `cost` more (see lua/sliding-window/refund.lua).
+    const target = Math.floor((limit * windowMs - prev * weight) / windowMs) - cur + cost;
+    const fromCur = Math.min(cost, cur);
+    const left = cur - fromCur;
     const fromPrev =
-      rest > 0 && prev > 0
-        ? Math.min(prev, Math.floor((rest * windowMs + weight - 1) / weight))
+      fromCur < cost && prev > 0
+        ? Math.max(
+            0,
+            Math.min(
+              prev,
+              Math.ceil(((target + left - limit) * windowMs + prev * weight) / weight),
+            ),
+          )
         : 0;
     if (fromCur === 0 && fromPrev === 0) return undefined;
     cur -= fromCur;
