@@ -32,4 +32,19 @@ export type {
   RateAlgorithm,
   ResolvedPolicy,
 } from './policy';
+export {
+  applyChange,
+  type OverrideBook,
+  type OverrideHistoryEntry,
+  type OverrideWrite,
+  type PolicyChange,
+  type PolicyOverride,
+} from './overrides';
+export {
+  type ClearOverrideOptions,
+  type EffectivePolicy,
+  type OverrideOptions,
+  PolicyOverrides,
+  type PolicyOverridesOptions,
+} from './policy-overrides';
 export type { Sleep, WaitOptions } from './wait';

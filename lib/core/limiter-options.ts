@@ -1,3 +1,4 @@
+import { PolicyOverrides } from './policy-overrides';
 import type { Decision, StoreFailure } from './decision';
 import type { DecisionEvents } from './events';
 import { checkOptions } from './options.util';
@@ -59,6 +60,12 @@ export interface LimiterOptions {
    * between the instances that refund each other's receipts. Default: none.
    */
   readonly receiptSecret?: string;
+  /**
+   * Live limits: the overrides this limiter's calls run under (see {@link PolicyOverrides}); each
+   * call uses the policy as the most specific override in force for its keys leaves it, looked up
+   * in memory (no store read per call). Default: none.
+   */
+  readonly overrides?: PolicyOverrides;
 }
 
 /** Options of {@link Limiter.waitFor}: a cost, and how long to wait at most. */
@@ -78,6 +85,7 @@ const LIMITER_OPTIONS: readonly (keyof LimiterOptions)[] = [
   'events',
   'onShadowRefusal',
   'sleep',
+  'overrides',
 ];
 
 /** Every option of {@link ConsumeOptions}. */
@@ -124,6 +132,9 @@ export function checkLimiterOptions(
     throw new TypeError(
       "failMode 'memory' needs a store with an in-process fallback (store.fallback(): RedisStore and MemoryStore have one)",
     );
+  }
+  if (options.overrides !== undefined && !(options.overrides instanceof PolicyOverrides)) {
+    throw new TypeError('Limiter options.overrides must be a PolicyOverrides');
   }
   const timeoutMs = positiveMs(options.timeoutMs, 1000, 'timeoutMs');
   if (timeoutMs > MAX_TIMER_MS) {

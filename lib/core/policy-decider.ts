@@ -8,7 +8,8 @@ import { type DecisionEvents, decisionEvent, grantEvent, resetEvent } from './ev
 import { checkActualCost, type Keys, normalizeCost, normalizeKeys } from './keys.util';
 import type { ConsumeOptions, LimiterSettings } from './limiter-options';
 import type { LimiterReports } from './limiter-reports';
-import type { FailMode, ResolvedPolicy } from './policy';
+import type { FailMode, LimitRule, ResolvedPolicy } from './policy';
+import type { PolicyOverrides } from './policy-overrides';
 import { type ReceiptSigner, receiptSigner } from './receipt-mac.util';
 import type { SettlingLimiter } from './receipt-settlement';
 import { grantOfLeases, refundOf, type SpendRequest, type SpendResult, type Store } from './store';
@@ -30,6 +31,8 @@ export class PolicyDecider implements SettlingLimiter {
   private readonly failureRetryAfterMs: number;
   /** The limiter's options, less `receiptSecret`: `events` is read on every call. */
   private readonly options: { readonly events?: DecisionEvents };
+  /** Live limits, if the limiter has them. */
+  private readonly overrides: PolicyOverrides | undefined;
 
   constructor(
     /** Where the policy's budget lives. */
@@ -47,6 +50,7 @@ export class PolicyDecider implements SettlingLimiter {
     this.timeoutMs = settings.timeoutMs;
     this.failureRetryAfterMs = settings.failureRetryAfterMs;
     this.options = settings.options;
+    this.overrides = settings.options.overrides;
     // Made now, not on the first failure: a store's fallback may need to prepare while the store
     // is healthy (RedisStore's announces this process in its fleet).
     if (this.failMode === 'memory') this.fallbackStore = store.fallback!();
@@ -147,9 +151,30 @@ export class PolicyDecider implements SettlingLimiter {
     }
   }
 
+  /**
+   * The policy a request's (or receipt's) limits came from: this limiter's, or the one a live
+   * override made (see {@link PolicyOverrides}).
+   */
+  policyOf(limits: readonly LimitRule[]): ResolvedPolicy {
+    if (limits === this.policy.limits || this.overrides === undefined) return this.policy;
+    return this.overrides.ofLimits(limits)?.policy ?? this.policy;
+  }
+
+  /** The override version a request's limits came from, or undefined for the policy itself. */
+  versionOf(limits: readonly LimitRule[]): number | undefined {
+    if (limits === this.policy.limits || this.overrides === undefined) return undefined;
+    return this.overrides.ofLimits(limits)?.version;
+  }
+
+  /** The policy a call on `keys` runs under now (an override's, or this limiter's). */
+  private policyFor(keys: readonly string[]): ResolvedPolicy {
+    if (this.overrides === undefined) return this.policy;
+    return this.overrides.effective(this.policy, keys)?.policy ?? this.policy;
+  }
+
   /** The decision when the store failed: the fail mode decides (the memory fallback, open or closed). */
   async failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision> {
-    const failMode = this.failMode;
+    const failMode = this.failModeOf(request.limits);
     const failure: StoreFailure = Object.freeze({
       reason: error instanceof StoreTimeoutError ? 'timeout' : 'error',
       error: asError(error),
@@ -158,6 +183,7 @@ export class PolicyDecider implements SettlingLimiter {
     this.reports.storeFailure(failure);
     if (failMode === 'memory') {
       const fallback = (this.fallbackStore ??= this.store.fallback!());
+      // (an override's 'memory' was checked against the store when it was set)
       const result = spend ? await fallback.consume(request) : await fallback.peek(request);
       return this.toDecision(request, result, spend, failure);
     }
@@ -200,7 +226,10 @@ export class PolicyDecider implements SettlingLimiter {
         `grant(): units must be a whole number of at least 1; got ${String(units)}`,
       );
     }
-    checkActualCost(units, this.policy.limits, 'grant(): units');
+    const normalized = normalizeKeys(keys);
+    // Room under the limits in force for these keys (an override's, if one applies).
+    const { limits } = this.policyFor(normalized);
+    checkActualCost(units, limits, 'grant(): units');
     const store = this.store;
     if (typeof store.grant !== 'function') {
       throw new TypeError(
@@ -210,8 +239,8 @@ export class PolicyDecider implements SettlingLimiter {
     const request = {
       policy: this.policy.name,
       algorithm: this.policy.algorithm,
-      limits: this.policy.limits,
-      keys: normalizeKeys(keys),
+      limits,
+      keys: normalized,
       units,
       deadlineAt: monotonicNow() + this.timeoutMs,
     };
@@ -224,15 +253,25 @@ export class PolicyDecider implements SettlingLimiter {
 
   /** The store request of a call on this policy (keys and cost normalised). */
   request(keys: Keys, options: ConsumeOptions): SpendRequest {
+    const normalized = normalizeKeys(keys);
+    const policy = this.policyFor(normalized);
     return {
-      policy: this.policy.name,
-      algorithm: this.policy.algorithm,
-      limits: this.policy.limits,
-      keys: normalizeKeys(keys),
-      cost: normalizeCost(options?.cost, this.policy.maxCost),
+      policy: policy.name,
+      algorithm: policy.algorithm,
+      limits: policy.limits,
+      keys: normalized,
+      cost: normalizeCost(options?.cost, policy.maxCost),
       deadlineAt: monotonicNow() + this.timeoutMs,
-      block: this.policy.block, // undefined for most policies (a spread would cost more)
+      block: policy.block, // undefined for most policies (a spread would cost more)
     };
+  }
+
+  /** The fail mode of a request's limits: an override's, else this limiter's. */
+  private failModeOf(limits: readonly LimitRule[]): FailMode {
+    if (limits === this.policy.limits) return this.failMode;
+    const mode = this.policyOf(limits).failMode ?? this.failMode;
+    // 'memory' needs the store's fallback: without one, closed.
+    return mode === 'memory' && typeof this.store.fallback !== 'function' ? 'closed' : mode;
   }
 
   /** The decision (and its receipt, signed with `receiptSecret`) from a store answer. */
@@ -251,7 +290,9 @@ export class PolicyDecider implements SettlingLimiter {
    */
   shadowRefuses(decision: Decision): boolean {
     return (
-      this.policy.shadow === true &&
+      (decision.receipt.limits === this.policy.limits
+        ? this.policy.shadow
+        : this.policyOf(decision.receipt.limits).shadow) === true &&
       !decision.allowed &&
       (decision.blockedBy !== undefined || decision.failure !== undefined)
     );

@@ -1,3 +1,4 @@
+import type { OverrideBook } from './overrides';
 import type { Algorithm, BlockRule, LimitRule } from './policy';
 
 /** What a {@link Store} is asked to check (and, for `consume`, spend) in one atomic step. */
@@ -208,6 +209,11 @@ export interface Store {
    * `Limiter.grant` rejects with a clear error.
    */
   grant?(request: GrantRequest): Promise<void>;
+  /**
+   * Where live policy overrides are kept (see `PolicyOverrides`): shared by every process on
+   * Redis, this process's on a MemoryStore. Optional: without it, a store has no live limits.
+   */
+  overrides?(): OverrideBook;
   /**
    * The device epoch (per-login revocation counter of trusted devices) stored under `key`, or 0
    * when there is none, with the store's clock at the reading (device tokens expire on it). A present epoch is kept at least `keepMs` from now (its expiry is extended,

@@ -2,6 +2,7 @@ import { monotonicNow } from '../core/clock.util';
 import { checkOptions } from '../core/options.util';
 import type { BoardBook } from './board-book';
 import { MemoryBoardBook } from './board-book.memory';
+import { MemoryOverrideBook } from './override-book.memory';
 import { checkedClock } from './clock-reading.util';
 import { concurrencyMemory } from './memory/concurrency.memory';
 import { type Ledger, remember } from './memory/memory-ledger';
@@ -68,6 +69,7 @@ export class MemoryStore implements Store {
   /** Starts every spend id this store issues: a receipt of another store refunds nothing here. */
   private readonly spendTag = newSpendTag();
   private boardBook?: BoardBook;
+  private overrideBook?: MemoryOverrideBook;
 
   constructor(options: MemoryStoreOptions = {}) {
     checkOptions(options, OPTIONS, 'MemoryStore options');
@@ -100,6 +102,11 @@ export class MemoryStore implements Store {
    */
   board(): BoardBook {
     return (this.boardBook ??= new MemoryBoardBook(this.clock));
+  }
+
+  /** Live policy overrides of this process (see `PolicyOverrides`), on this store's clock. */
+  overrides(): MemoryOverrideBook {
+    return (this.overrideBook ??= new MemoryOverrideBook(this.clock));
   }
 
   /** Number of live entries (one per key and limit with state); for tests and metrics. */

@@ -45,6 +45,8 @@ import { type LostReplyCounts, LostReplies, type LostSpend } from './lost-replie
 import { clusterSlot } from './cluster-slot.util';
 import { checkEpochArguments } from './epoch-args.util';
 import { grantOfLeases } from '../core/store';
+import type { OverrideBook } from '../core/overrides';
+import { RedisOverrideBook } from './override-book.redis';
 import type {
   AdjustRequest,
   EpochReading,
@@ -203,6 +205,7 @@ export class RedisStore implements Store {
   /** The fleet of processes on this prefix and the fallback of `failMode: 'memory'`. */
   private readonly fleetState: RedisFleet;
   private boardBook?: BoardBook;
+  private overrideBook?: OverrideBook;
 
   constructor(options: RedisStoreOptions) {
     const client = clientPort(options?.client, 'RedisStore options.client');
@@ -472,6 +475,21 @@ export class RedisStore implements Store {
           this.gate.inOrder(undefined, () => this.run(id, keys, args)),
           BOARD_CALL_MS,
           `the ops board's ${id}`,
+        ),
+      this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
+      () => this.now(),
+    ));
+  }
+
+  /** Live policy overrides, shared by every process on this Redis (see `PolicyOverrides`). */
+  overrides(): OverrideBook {
+    return (this.overrideBook ??= new RedisOverrideBook(
+      this.prefix,
+      (id, keys, args) =>
+        bounded(
+          this.gate.inOrder(undefined, () => this.run(id, keys, args)),
+          BOARD_CALL_MS,
+          `the policy overrides' ${id}`,
         ),
       this.clock ?? (() => Math.floor(monotonicNow() + (this.redisClock.value ?? 0))),
       () => this.now(),

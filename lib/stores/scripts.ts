@@ -28,7 +28,7 @@ function modelBlocks(): string {
   ).join('\n');
 }
 
-/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat and a fallback's lockout, or the ops board's book. */
+/** Which script: an algorithm's `consume` or `refund`, a lease's `extend`, the shared `reset`, `stack/consume` (several policies as one decision), `batch/consume`, or a device epoch's `read` and `bump`, or the fleet's heartbeat and a fallback's lockout, or the ops board's book, or the live policy overrides. */
 export type ScriptId =
   | `${Algorithm}/${'consume' | 'refund'}`
   | 'concurrency/extend'
@@ -41,7 +41,9 @@ export type ScriptId =
   | 'fleet/lock'
   | 'board/write'
   | 'board/read'
-  | 'board/audit';
+  | 'board/audit'
+  | 'overrides/write'
+  | 'overrides/read';
 
 /** Every script, in the order the library registers them. */
 export const SCRIPT_IDS: readonly ScriptId[] = [
@@ -57,6 +59,8 @@ export const SCRIPT_IDS: readonly ScriptId[] = [
   'board/write',
   'board/read',
   'board/audit',
+  'overrides/write',
+  'overrides/read',
 ];
 
 /**

@@ -1,0 +1,360 @@
+import type { LimitRule, ResolvedPolicy } from './policy';
+import {
+  applyChange,
+  checkInstant,
+  checkNote,
+  checkScope,
+  type OverrideBook,
+  type OverrideHistoryEntry,
+  type PolicyChange,
+  type PolicyOverride,
+} from './overrides';
+import { checkOptions } from './options.util';
+
+/** Options of {@link PolicyOverrides}. */
+export interface PolicyOverridesOptions {
+  /**
+   * How often this process asks the store whether the overrides changed (one `GET` of a version
+   * number), in ms; a change is in force here at most this long after it was stored (plus a round
+   * trip). Default 500; from 50 to 60,000.
+   */
+  readonly pollMs?: number;
+  /** Where problems are told (an override this version cannot read, a failed poll); default `process.emitWarning`. */
+  readonly onWarning?: (message: string) => void;
+}
+
+/** Options of {@link PolicyOverrides.set}. */
+export interface OverrideOptions {
+  /** The key prefix it applies to (`tenant:acme:`); default `''`: every key. */
+  readonly scope?: string;
+  /** In force from this instant (a `Date` or ms since 1970, store clock); default at once. */
+  readonly from?: Date | number;
+  /** In force until this instant (a `Date` or ms since 1970, store clock); default until removed. */
+  readonly until?: Date | number;
+  /** Who sets it, for the history (default `'code'`). */
+  readonly actor?: string;
+  /** Why, for the history. */
+  readonly reason?: string;
+}
+
+/** Options of {@link PolicyOverrides.clear}. */
+export interface ClearOverrideOptions {
+  /** The scope whose override goes (default `''`: the one for every key). */
+  readonly scope?: string;
+  /** Who removes it, for the history (default `'code'`). */
+  readonly actor?: string;
+  /** Why, for the history. */
+  readonly reason?: string;
+}
+
+/** A policy as an override leaves it for some keys, and the override version that made it so. */
+export interface EffectivePolicy {
+  /** The policy in force (validated as any policy). */
+  readonly policy: ResolvedPolicy;
+  /** The highest store version among the overrides applied. */
+  readonly version: number;
+}
+
+const SET_OPTIONS = ['scope', 'from', 'until', 'actor', 'reason'] as const;
+const CLEAR_OPTIONS = ['scope', 'actor', 'reason'] as const;
+const OPTIONS = ['pollMs', 'onWarning'] as const;
+
+/** The overrides of one policy in force now, by scope, resolved against one base policy. */
+class PolicyEntry {
+  constructor(
+    /** The override for every key, if any. */
+    readonly global: EffectivePolicy | undefined,
+    /** Scoped overrides: per scope length (longest first), prefix → policy. */
+    readonly scoped: ReadonlyArray<readonly [number, ReadonlyMap<string, EffectivePolicy>]>,
+  ) {}
+
+  /** The most specific override any of the keys falls under (its scope the longest), else the global one. */
+  resolve(keys: readonly string[]): EffectivePolicy | undefined {
+    if (this.scoped.length === 0) return this.global;
+    let best: EffectivePolicy | undefined;
+    let bestLength = -1;
+    for (const key of keys) {
+      for (const [length, byPrefix] of this.scoped) {
+        if (length <= bestLength) break;
+        if (key.length < length) continue;
+        const found = byPrefix.get(key.slice(0, length));
+        if (found !== undefined) {
+          best = found;
+          bestLength = length;
+          break;
+        }
+      }
+    }
+    return best ?? this.global;
+  }
+}
+
+/**
+ * Live limits: changes of policies kept in the store ({@link OverrideBook}), for every key or for
+ * a key prefix (a tenant), optionally from / until an instant, which every process applies within
+ * `pollMs` without a read per decision. Give one to limiters (`LimiterOptions.overrides`): each
+ * call then runs under the policy as the most specific override in force leaves it. Refunds go
+ * back by their receipts' limits, so spends made before a change settle exactly.
+ *
+ * @example
+ * const overrides = new PolicyOverrides(store.overrides());
+ * await overrides.start();
+ * const api = new Limiter(store, { name: 'api', algorithm: 'fixed-window', limit: 100, window: '1m' }, { overrides });
+ * await overrides.set(api.policy, { limit: 500 }, { scope: 'tenant:acme:', until: Date.now() + 3_600_000, reason: 'launch day' });
+ */
+export class PolicyOverrides {
+  /** How often the store is polled, in ms. */
+  readonly pollMs: number;
+  private readonly warn: (message: string) => void;
+  /** Everything read from the store, in force or not. */
+  private stored: readonly PolicyOverride[] = [];
+  /** The store version {@link stored} was read at (-1: never read). */
+  private readVersion = -1;
+  /** Which stored overrides were in force when the table was built (their versions, joined). */
+  private inForce = '';
+  /** Per base policy, its overrides in force (null: none), built on first use after each change. */
+  private entries = new WeakMap<ResolvedPolicy, PolicyEntry | null>();
+  /** Every effective policy handed out, by its limits array (what a request and receipt carry). */
+  private readonly byLimits = new WeakMap<readonly LimitRule[], EffectivePolicy>();
+  /** Warnings already given (per stored version and text), so a poll does not repeat them. */
+  private readonly warned = new Set<string>();
+  private timer: ReturnType<typeof setInterval> | undefined;
+  private polling: Promise<void> | undefined;
+
+  constructor(
+    /** Where the overrides are stored: `store.overrides()`. */
+    readonly book: OverrideBook,
+    options: PolicyOverridesOptions = {},
+  ) {
+    checkOptions(options, OPTIONS, 'PolicyOverrides options');
+    const pollMs = options.pollMs ?? 500;
+    if (!Number.isSafeInteger(pollMs) || pollMs < 50 || pollMs > 60_000) {
+      throw new RangeError(
+        `PolicyOverrides options.pollMs must be whole ms from 50 to 60000; got ${String(pollMs)}`,
+      );
+    }
+    this.pollMs = pollMs;
+    this.warn =
+      options.onWarning ?? ((message) => process.emitWarning(message, 'RedlimitOverrideWarning'));
+  }
+
+  /** The store version the overrides in force here were read at (-1 before the first read). */
+  get version(): number {
+    return this.readVersion;
+  }
+
+  /** Reads the overrides once, then polls every `pollMs` (an unref'd timer) until {@link stop}. */
+  async start(): Promise<void> {
+    await this.refresh();
+    if (this.timer !== undefined) return;
+    this.timer = setInterval(() => {
+      this.polling ??= this.refresh()
+        .then(() => undefined)
+        .catch((error: unknown) => {
+          this.warnOnce(
+            `poll:${(error as Error).message}`,
+            `redlimit: could not read policy overrides (${(error as Error).message}); the ones last read stay in force`,
+          );
+        })
+        .finally(() => {
+          this.polling = undefined;
+        });
+    }, this.pollMs);
+    this.timer.unref?.();
+  }
+
+  /** Stops polling (the overrides last read stay in force). */
+  stop(): void {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /**
+   * Asks the store for its version and reads the overrides when it moved; also applies overrides
+   * whose `from` or `until` passed since. Resolves whether what is in force here changed.
+   */
+  async refresh(): Promise<boolean> {
+    const version = await this.book.version();
+    if (version !== this.readVersion) {
+      const { version: read, overrides, unreadable } = await this.book.list();
+      for (const text of unreadable) {
+        this.warnOnce(
+          `unreadable:${text}`,
+          `redlimit: a stored policy override this version cannot read is ignored: ${text.slice(0, 200)}`,
+        );
+      }
+      this.stored = overrides;
+      this.readVersion = read;
+    }
+    return this.rebuildIfDue();
+  }
+
+  /**
+   * The policy a call on `keys` runs under, when an override of `base` is in force for them;
+   * undefined otherwise (then `base` itself). Reads nothing from the store.
+   */
+  effective(base: ResolvedPolicy, keys: readonly string[]): EffectivePolicy | undefined {
+    let entry = this.entries.get(base);
+    if (entry === undefined) {
+      entry = this.build(base);
+      this.entries.set(base, entry);
+    }
+    return entry === null ? undefined : entry.resolve(keys);
+  }
+
+  /** The effective policy a request's (or receipt's) limits came from, if an override made them. */
+  ofLimits(limits: readonly LimitRule[]): EffectivePolicy | undefined {
+    return this.byLimits.get(limits);
+  }
+
+  /**
+   * Stores an override of `base` (validated first, as a policy is: a bad one is refused with the
+   * policy's messages and nothing is stored), then reads it back so it is in force here at once.
+   *
+   * @throws TypeError / RangeError naming what is wrong, before the store is touched
+   */
+  async set(
+    base: ResolvedPolicy,
+    change: PolicyChange,
+    options: OverrideOptions = {},
+  ): Promise<PolicyOverride> {
+    checkOptions(options, SET_OPTIONS, 'override options');
+    applyChange(base, change);
+    const scope = checkScope(options.scope);
+    const from = checkInstant(options.from, 'from');
+    const until = checkInstant(options.until, 'until');
+    if (from !== undefined && until !== undefined && until <= from) {
+      throw new RangeError(`override until (${until}) must be after from (${from})`);
+    }
+    if (until !== undefined && until <= this.book.now()) {
+      throw new RangeError(`override until (${new Date(until).toISOString()}) has already passed`);
+    }
+    const actor = checkNote(options.actor, 'actor') ?? 'code';
+    const reason = checkNote(options.reason, 'reason');
+    const stored = await this.book.set({
+      policy: base.name,
+      scope,
+      change: JSON.parse(JSON.stringify(change)) as PolicyChange,
+      ...(from !== undefined && { from }),
+      ...(until !== undefined && { until }),
+      actor,
+      ...(reason !== undefined && { reason }),
+    });
+    await this.refresh();
+    return stored;
+  }
+
+  /**
+   * Removes the override of a policy for a scope, then reads the overrides back. Resolves whether
+   * there was one.
+   */
+  async clear(policy: string, options: ClearOverrideOptions = {}): Promise<boolean> {
+    checkOptions(options, CLEAR_OPTIONS, 'clearOverride options');
+    const scope = checkScope(options.scope);
+    const actor = checkNote(options.actor, 'actor') ?? 'code';
+    const reason = checkNote(options.reason, 'reason');
+    const removed = await this.book.unset({
+      policy,
+      scope,
+      actor,
+      ...(reason !== undefined && { reason }),
+    });
+    await this.refresh();
+    return removed;
+  }
+
+  /** The overrides stored now (in force or not), read from the store. */
+  async list(): Promise<readonly PolicyOverride[]> {
+    return (await this.book.list()).overrides;
+  }
+
+  /** The overrides in force here now, as last read. */
+  inForceNow(): readonly PolicyOverride[] {
+    const now = this.book.now();
+    return this.stored.filter((o) => inForceAt(o, now));
+  }
+
+  /** The latest `count` changes (default 100), newest first. */
+  history(count = 100): Promise<OverrideHistoryEntry[]> {
+    if (!Number.isSafeInteger(count) || count < 1 || count > 10_000) {
+      throw new RangeError(`history count must be a whole number from 1 to 10000; got ${count}`);
+    }
+    return this.book.history(count);
+  }
+
+  /** Rebuilds the table when the set in force changed (a read, or a from / until passed). */
+  private rebuildIfDue(): boolean {
+    const now = this.book.now();
+    const inForce = this.stored
+      .filter((o) => inForceAt(o, now))
+      .map((o) => `${o.version}`)
+      .join(',');
+    if (inForce === this.inForce) return false;
+    this.inForce = inForce;
+    this.entries = new WeakMap();
+    return true;
+  }
+
+  private build(base: ResolvedPolicy): PolicyEntry | null {
+    const now = this.book.now();
+    const mine = this.stored
+      .filter((o) => o.policy === base.name && inForceAt(o, now))
+      .sort((a, b) => a.scope.length - b.scope.length || a.version - b.version);
+    if (mine.length === 0) return null;
+    const global = mine.find((o) => o.scope === '');
+    const globalEffective = global === undefined ? undefined : this.layer(base, [global]);
+    const byLength = new Map<number, Map<string, EffectivePolicy>>();
+    for (const override of mine) {
+      if (override.scope === '') continue;
+      // Every override whose scope is a prefix of this one applies first, the longest last.
+      const layers = mine.filter((o) => override.scope.startsWith(o.scope));
+      const effective = this.layer(base, layers);
+      if (effective === undefined) continue;
+      let byPrefix = byLength.get(override.scope.length);
+      if (byPrefix === undefined) byLength.set(override.scope.length, (byPrefix = new Map()));
+      byPrefix.set(override.scope, effective);
+    }
+    const scoped = [...byLength.entries()].sort(([a], [b]) => b - a);
+    if (globalEffective === undefined && scoped.length === 0) return null;
+    return new PolicyEntry(globalEffective, scoped);
+  }
+
+  /** `base` with each override's change applied in turn; one that does not apply is skipped (warned). */
+  private layer(
+    base: ResolvedPolicy,
+    overrides: readonly PolicyOverride[],
+  ): EffectivePolicy | undefined {
+    let policy = base;
+    let version = -1;
+    for (const override of overrides) {
+      try {
+        policy = applyChange(policy, override.change);
+        version = Math.max(version, override.version);
+      } catch (error) {
+        this.warnOnce(
+          `invalid:${override.version}:${base.name}`,
+          `redlimit: the override of policy '${base.name}' for scope '${override.scope}' (version ${override.version}) is ignored: ${(error as Error).message}`,
+        );
+      }
+    }
+    if (version < 0) return undefined;
+    const effective: EffectivePolicy = Object.freeze({ policy, version });
+    this.byLimits.set(policy.limits, effective);
+    return effective;
+  }
+
+  private warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    if (this.warned.size > 1_000) this.warned.clear();
+    this.warned.add(key);
+    this.warn(message);
+  }
+}
+
+/** Whether an override is in force at `now` (store clock). */
+export function inForceAt(override: PolicyOverride, now: number): boolean {
+  return (
+    (override.from === undefined || override.from <= now) &&
+    (override.until === undefined || now < override.until)
+  );
+}
