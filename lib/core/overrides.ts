@@ -242,8 +242,10 @@ export function applyChange(base: ResolvedPolicy, change: unknown): ResolvedPoli
     return resolvePolicy(options);
   } catch (error) {
     // The policy's own message, said of the override.
-    if (error instanceof RangeError) throw new RangeError(`${where}: ${error.message}`);
-    if (error instanceof TypeError) throw new TypeError(`${where}: ${error.message}`);
+    if (error instanceof RangeError)
+      throw new RangeError(`${where}: ${error.message}`, { cause: error });
+    if (error instanceof TypeError)
+      throw new TypeError(`${where}: ${error.message}`, { cause: error });
     throw error;
   }
 }

@@ -311,7 +311,10 @@ export class PolicyOverrides {
       const effective = this.layer(base, layers);
       if (effective === undefined) continue;
       let byPrefix = byLength.get(override.scope.length);
-      if (byPrefix === undefined) byLength.set(override.scope.length, (byPrefix = new Map()));
+      if (byPrefix === undefined) {
+        byPrefix = new Map<string, EffectivePolicy>();
+        byLength.set(override.scope.length, byPrefix);
+      }
       byPrefix.set(override.scope, effective);
     }
     const scoped = [...byLength.entries()].sort(([a], [b]) => b - a);

@@ -48,7 +48,7 @@ export function parseOverride(value: string): PolicyOverride | undefined {
   return Object.freeze({
     policy,
     scope,
-    change: change as PolicyChange,
+    change,
     ...(from !== undefined && { from }),
     ...(until !== undefined && { until }),
     version: Number(match[1]),
