@@ -291,6 +291,13 @@ export const ENV_VARIABLES: readonly EnvVariable[] = [
     ),
     land: set('fleetTtlMs'),
   }),
+  row({
+    name: 'REDLIMIT_OVERRIDES_POLL_MS',
+    meaning:
+      'whole ms, 50–60000: how often each process checks for changed live limits (`overridesPollMs`)',
+    parse: wholeNumberIn(50, 60_000, 'expected a whole number of milliseconds from 50 to 60000'),
+    land: set('overridesPollMs'),
+  }),
 ];
 
 /**

@@ -43,6 +43,7 @@ export type EnvSource =
  * | `REDLIMIT_OUTCOME_MARKERS` | `true` or `false`: outcome markers for lost replies (`outcomeMarkers`) |
  * | `REDLIMIT_FLEET_BEAT_MS` | whole ms, 100–60000: how often the process beats in its fleet for `failMode: 'memory'` |
  * | `REDLIMIT_FLEET_TTL_MS` | whole ms, 3 beats to one day: how long a process stays in its fleet after its latest beat |
+ * | `REDLIMIT_OVERRIDES_POLL_MS` | whole ms, 50–60000: how often each process checks for changed live limits (`overridesPollMs`) |
  *
  * @example
  * RedlimitModule.forRootAsync({

@@ -249,6 +249,13 @@ export interface RedlimitModuleOptions {
    * `RedisStoreOptions.fleetTtlMs`). Applies to the store built from `redis`. Default 600 000.
    */
   readonly fleetTtlMs?: number;
+  /**
+   * Live limits: how often each process asks the store whether the policy overrides changed (one
+   * read of a version number), in ms; a change made with `LimiterRegistry.override` or `redlimit
+   * policies set` is in force on every instance within this (plus a round trip). From 50 to
+   * 60 000; default 500. See docs/live-limits.md.
+   */
+  readonly overridesPollMs?: number;
   /** Fail mode of policies that set none. Default `'closed'`. */
   readonly failMode?: FailMode;
   /** Longest wait for the store per decision, in ms. Default 1000. */

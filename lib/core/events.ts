@@ -72,6 +72,11 @@ export interface DecisionEvent {
   readonly cached?: boolean;
   /** For a lockout (outcome `blocked`, or `shadow-refused` by one): when it ends (store clock). */
   readonly blockedUntil?: number;
+  /**
+   * The live override version the call ran under (see `PolicyOverrides`); absent when it ran
+   * under the policy as configured.
+   */
+  readonly policyVersion?: number;
   /** Each caller key as the first 16 hex digits of its SHA-256: to correlate, never to read. */
   readonly keyHashes: readonly string[];
 }
@@ -187,6 +192,7 @@ export function decisionEvent(
   latencyMs: number,
   stacked = false,
   refusedElsewhere = false,
+  policyVersion?: number,
 ): DecisionEvent {
   const { failure } = decision;
   let outcome: DecisionOutcome = decision.allowed ? 'allowed' : 'refused';
@@ -211,6 +217,7 @@ export function decisionEvent(
       ...(stacked && { stacked: true }),
       ...(decision.cached && { cached: true }),
       ...(decision.blockedUntil !== undefined && { blockedUntil: decision.blockedUntil }),
+      ...(policyVersion !== undefined && { policyVersion }),
     },
     decision.receipt.keys,
   );

@@ -85,7 +85,17 @@ export class PolicyDecider implements SettlingLimiter {
   ): Promise<Decision> {
     const started = monotonicNow();
     const decision = await this.decideOnce(request, spend);
-    events.emit(decisionEvent(spend ? 'consume' : 'peek', decision, monotonicNow() - started));
+    const version = this.versionOf(request.limits);
+    events.emit(
+      decisionEvent(
+        spend ? 'consume' : 'peek',
+        decision,
+        monotonicNow() - started,
+        false,
+        false,
+        version,
+      ),
+    );
     return decision;
   }
 

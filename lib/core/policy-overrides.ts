@@ -145,8 +145,11 @@ export class PolicyOverrides {
 
   /** Reads the overrides once, then polls every `pollMs` (an unref'd timer) until {@link stop}. */
   async start(): Promise<void> {
+    if (this.timer === undefined) this.startTimer();
     await this.refresh();
-    if (this.timer !== undefined) return;
+  }
+
+  private startTimer(): void {
     this.timer = setInterval(() => {
       this.polling ??= this.refresh()
         .then(() => undefined)

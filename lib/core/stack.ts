@@ -11,7 +11,7 @@ import { sequentialStack } from './sequential-stack';
 import type { SpendRequest, SpendResult, StackResult, Store } from './store';
 import { checkWaitOptions, type Sleep, timerSleep, type WaitOptions, waitTurn } from './wait';
 import { asError, isList } from './values.util';
-import type { ResolvedPolicy } from './policy';
+import type { LimitRule, ResolvedPolicy } from './policy';
 
 // Stacked decisions (`Limiter.consumeAll` and friends): several policies decided as one. The
 // public API is the static methods of `Limiter`, which delegate here; this module knows a limiter
@@ -43,6 +43,7 @@ export interface StackDecider {
   shadowed(decision: Decision, allowed?: boolean): Decision;
   failed(request: SpendRequest, spend: boolean, error: unknown): Promise<Decision>;
   refundLate(request: SpendRequest, late: SpendResult): void;
+  versionOf(limits: readonly LimitRule[]): number | undefined;
 }
 
 /** Whether a part's `limiter` is one (`instanceof Limiter`, given by the caller). */
@@ -290,7 +291,8 @@ export async function decideAll(
     // A part that fitted, left unspent because another part refused.
     const elsewhere =
       !allowed && d !== refusedBy && (!d.blockedBy || d.shadowRefused === true) && !d.failure;
-    events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true, elsewhere));
+    const version = limiters[i]!.decider.versionOf(d.receipt.limits);
+    events.emit(decisionEvent(spend ? 'consume' : 'peek', d, latencyMs, true, elsewhere, version));
   });
   return Object.freeze({
     allowed,

@@ -43,6 +43,7 @@ const MODULE_OPTIONS: ReadonlySet<string> = new Set([
   'outcomeMarkers',
   'fleetBeatMs',
   'fleetTtlMs',
+  'overridesPollMs',
   'devices',
   'receiptSecret',
 ]);

@@ -3,6 +3,8 @@ import {
   Inject,
   Injectable,
   Logger,
+  type OnModuleDestroy,
+  type OnModuleInit,
   Optional,
   type Type,
 } from '@nestjs/common';
@@ -16,6 +18,12 @@ import type { PolicyRef, PolicyResolverService } from '../throttle/redlimit.meta
 import { RedlimitEvents } from '../module/redlimit-events.service';
 import type { RedlimitModuleOptions } from '../../config/redlimit-options.interface';
 import { warnEvery } from '../../core/warn-every.util';
+import type { OverrideHistoryEntry, PolicyChange, PolicyOverride } from '../../core/overrides';
+import {
+  type ClearOverrideOptions,
+  type OverrideOptions,
+  PolicyOverrides,
+} from '../../core/policy-overrides';
 
 /** A warning given at most once every 10 s ({@link warnEvery}). */
 type Warning = ReturnType<typeof warnEvery>;
@@ -32,7 +40,12 @@ type Warning = ReturnType<typeof warnEvery>;
  * }
  */
 @Injectable()
-export class LimiterRegistry {
+export class LimiterRegistry implements OnModuleInit, OnModuleDestroy {
+  /**
+   * Live limits of the module's store (undefined for a custom store without `overrides()`): the
+   * overrides every limiter of the registry runs under. See {@link override}.
+   */
+  readonly liveLimits: PolicyOverrides | undefined;
   private readonly limiters = new Map<string, Limiter>();
   /** Inline decorator policies by identity: validated once, not on every request. */
   private readonly inline = new WeakMap<PolicyOptions, Limiter>();
@@ -55,8 +68,17 @@ export class LimiterRegistry {
     events: RedlimitEvents,
     @Optional() private readonly moduleRef?: ModuleRef,
   ) {
+    const { store } = connection;
+    this.liveLimits =
+      typeof store.overrides === 'function'
+        ? new PolicyOverrides(store.overrides(), {
+            ...(options.overridesPollMs !== undefined && { pollMs: options.overridesPollMs }),
+            onWarning: (message) => this.logger.warn(message),
+          })
+        : undefined;
     this.limiterOptions = {
       events,
+      ...(this.liveLimits !== undefined && { overrides: this.liveLimits }),
       ...(options.failMode !== undefined && { failMode: options.failMode }),
       ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
       ...(options.failureRetryAfterMs !== undefined && {
@@ -86,6 +108,80 @@ export class LimiterRegistry {
     }
     this.defaultPolicyScope = scope;
     if (this.defaultPolicy !== undefined) this.get(this.defaultPolicy);
+  }
+
+  /**
+   * Reads the overrides in force (logging each), then polls for changes. A store that does not
+   * answer delays nothing: the limits are the configured ones until it does.
+   */
+  async onModuleInit(): Promise<void> {
+    const live = this.liveLimits;
+    if (live === undefined) return;
+    try {
+      await live.start();
+    } catch (error) {
+      this.logger.warn(
+        `redlimit: could not read live policy overrides at startup (${(error as Error).message}); the configured limits apply until they can be read`,
+      );
+    }
+    for (const override of live.inForceNow()) {
+      this.logger.log(`redlimit: live override in force: ${describeOverride(override)}`);
+    }
+  }
+
+  /** Stops polling for overrides. */
+  onModuleDestroy(): void {
+    this.liveLimits?.stop();
+  }
+
+  /**
+   * Changes a policy for the whole fleet, now and without a deploy: stored in the store
+   * (validated first, exactly as a policy is, so a bad one is refused with the same messages and
+   * nothing is stored), in force on every instance within `overridesPollMs`, for every key or for
+   * keys starting with `options.scope` (a tenant), optionally from / until an instant. Recorded in
+   * the history with who and why.
+   *
+   * @example
+   * await registry.override('api', { limit: 5000 }, { scope: 'tenant:acme:', until: Date.now() + 3_600_000, reason: 'launch day', actor: 'ada' });
+   * @throws TypeError / RangeError naming what is wrong, before the store is touched; Error for
+   *   an unknown policy or a store without live limits
+   */
+  override(name: string, change: PolicyChange, options?: OverrideOptions): Promise<PolicyOverride> {
+    const limiter = this.get(name);
+    const live = this.liveOrThrow();
+    if (change?.failMode === 'memory' && typeof limiter.store.fallback !== 'function') {
+      return Promise.reject(
+        new TypeError(
+          "override failMode 'memory' needs a store with an in-process fallback (store.fallback())",
+        ),
+      );
+    }
+    return live.set(limiter.policy, change, options);
+  }
+
+  /** Removes the override of a policy for a scope (default: the one for every key); resolves whether there was one. */
+  clearOverride(name: string, options?: ClearOverrideOptions): Promise<boolean> {
+    this.get(name);
+    return this.liveOrThrow().clear(name, options);
+  }
+
+  /** The overrides stored now, in force or not, read from the store. */
+  listOverrides(): Promise<readonly PolicyOverride[]> {
+    return this.liveOrThrow().list();
+  }
+
+  /** The latest changes to the overrides (default 100), newest first. */
+  overrideHistory(count?: number): Promise<OverrideHistoryEntry[]> {
+    return this.liveOrThrow().history(count);
+  }
+
+  private liveOrThrow(): PolicyOverrides {
+    if (this.liveLimits === undefined) {
+      throw new Error(
+        'redlimit: this store keeps no live limits (it has no overrides()); RedisStore and MemoryStore do',
+      );
+    }
+    return this.liveLimits;
   }
 
   /**
@@ -246,4 +342,19 @@ export class LimiterRegistry {
 function isResolverClass(fn: unknown): fn is Type<PolicyResolverService> {
   const prototype = (fn as { prototype?: { resolvePolicy?: unknown } }).prototype;
   return typeof prototype?.resolvePolicy === 'function';
+}
+
+/** One override in a line: policy, scope, change, window of time, version, who and why. */
+export function describeOverride(override: PolicyOverride): string {
+  const when = [
+    override.from !== undefined ? `from ${new Date(override.from).toISOString()}` : '',
+    override.until !== undefined ? `until ${new Date(override.until).toISOString()}` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
+  return (
+    `${override.policy} ${override.scope === '' ? 'for every key' : `for keys starting ${JSON.stringify(override.scope)}`}: ` +
+    `${JSON.stringify(override.change)}${when ? ` ${when}` : ''} (version ${override.version}, by ${override.actor}` +
+    `${override.reason !== undefined ? `: ${override.reason}` : ''})`
+  );
 }
