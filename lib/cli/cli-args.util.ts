@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { usageError } from './cli.error';
+import type { OverrideFlags } from './overrides.command';
 
 /** The commands of `redlimit`. */
 export const COMMANDS = ['policies', 'peek', 'reset', 'grant', 'revoke-devices', 'board'] as const;
@@ -15,6 +16,20 @@ export interface CliArgs {
   readonly policy?: string;
   /** `grant`: `--units`, the room to give each key (a whole number ≥ 1). */
   readonly units?: number;
+  /** `policies set|unset|list|history`: what to do with live overrides (none: the configured list). */
+  readonly subcommand?: 'set' | 'unset' | 'list' | 'history';
+  /** `policies set`: the change's flags (checked against the policy later). */
+  readonly override?: OverrideFlags;
+  /** `policies set|unset`: `--scope`, the key prefix (default every key). */
+  readonly scope?: string;
+  /** `policies set`: `--from`, an ISO time or a duration from now. */
+  readonly from?: string;
+  /** `policies set`: `--until`, an ISO time or a duration from now. */
+  readonly until?: string;
+  /** `policies set|unset`: `--reason`, kept in the history. */
+  readonly reason?: string;
+  /** `policies history`: `--count`, how many entries (default 50). */
+  readonly count: number;
   /** `peek`, `reset`, `grant` and `revoke-devices`: `part=value` arguments (`@Attempt` parts). */
   readonly parts: readonly string[];
   /** `--key`: caller keys used as given. */
@@ -98,6 +113,17 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
         'read-only': { type: 'boolean', default: false },
         token: { type: 'string' },
         units: { type: 'string' },
+        limit: { type: 'string' },
+        limits: { type: 'string' },
+        burst: { type: 'string' },
+        shadow: { type: 'string' },
+        'fail-mode': { type: 'string' },
+        block: { type: 'string' },
+        scope: { type: 'string' },
+        from: { type: 'string' },
+        until: { type: 'string' },
+        reason: { type: 'string' },
+        count: { type: 'string' },
       },
     });
   } catch (error) {
@@ -120,6 +146,7 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     help: values.help,
     version: values.version,
     timeoutMs: timeout(values.timeout),
+    count: historyCount(values.count),
     port: port(values.port),
     host: values.host ?? '127.0.0.1',
     readOnly: values['read-only'],
@@ -161,10 +188,76 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     }
     return { ...base, command: name, policy, units };
   }
+  const overrideFlags: OverrideFlags = {
+    ...(values.limit !== undefined && { limit: values.limit }),
+    ...(values.limits !== undefined && { limits: values.limits }),
+    ...(values.burst !== undefined && { burst: values.burst }),
+    ...(values.shadow !== undefined && { shadow: values.shadow }),
+    ...(values['fail-mode'] !== undefined && { failMode: values['fail-mode'] }),
+    ...(values.block !== undefined && { block: values.block }),
+  };
+  const sub = name === 'policies' ? policy : undefined;
+  const flagsFor = (flags: Record<string, unknown>, allowed: string, where: string) => {
+    for (const [flag, value] of Object.entries(flags)) {
+      if (value !== undefined && !allowed.split(' ').includes(flag)) {
+        throw usageError(`--${flag} is for ${where} only`);
+      }
+    }
+  };
+  const overrideUse = {
+    limit: values.limit,
+    limits: values.limits,
+    burst: values.burst,
+    shadow: values.shadow,
+    'fail-mode': values['fail-mode'],
+    block: values.block,
+    scope: values.scope,
+    from: values.from,
+    until: values.until,
+    reason: values.reason,
+    count: values.count,
+  };
   if (name === 'policies') {
-    if (policy !== undefined) throw usageError(`policies takes no arguments; got '${policy}'`);
-    return { ...base, command: name };
+    const allowed =
+      sub === 'set'
+        ? 'limit limits burst shadow fail-mode block scope from until reason'
+        : sub === 'unset'
+          ? 'scope reason'
+          : sub === 'history'
+            ? 'count'
+            : '';
+    flagsFor(overrideUse, allowed, `policies ${sub ?? 'set'}`);
+    if (sub === undefined) return { ...base, command: name };
+    if (sub === 'list' || sub === 'history') {
+      if (parts.length > 0)
+        throw usageError(`policies ${sub} takes no arguments; got '${parts[0]!}'`);
+      return { ...base, command: name, subcommand: sub };
+    }
+    if (sub !== 'set' && sub !== 'unset') {
+      throw usageError(
+        `policies takes set, unset, list or history (or nothing, for the configured policies); got '${sub}'`,
+      );
+    }
+    const [target, ...extra] = parts;
+    if (target === undefined) {
+      throw usageError(`policies ${sub} needs a policy name: redlimit policies ${sub} <policy> …`);
+    }
+    if (extra.length > 0)
+      throw usageError(`policies ${sub} takes one policy; got '${extra[0]!}' too`);
+    return {
+      ...base,
+      parts: [],
+      command: name,
+      subcommand: sub,
+      policy: target,
+      ...(sub === 'set' && { override: overrideFlags }),
+      ...(values.scope !== undefined && { scope: values.scope }),
+      ...(values.from !== undefined && { from: values.from }),
+      ...(values.until !== undefined && { until: values.until }),
+      ...(values.reason !== undefined && { reason: values.reason }),
+    };
   }
+  flagsFor(overrideUse, '', 'policies set, unset and history');
   if (name === 'revoke-devices') return { ...base, command: name };
   if (name === 'board') {
     if (policy !== undefined) throw usageError(`board takes no arguments; got '${policy}'`);
@@ -174,6 +267,15 @@ export function parseCliArgs(argv: readonly string[]): CliArgs {
     throw usageError(`${name} needs a policy name and keys: redlimit ${name} <policy> <key…>`);
   }
   return { ...base, command: name, ...(policy !== undefined && { policy }) };
+}
+
+function historyCount(value: string | undefined): number {
+  if (value === undefined) return 50;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 10_000) {
+    throw usageError(`--count ${JSON.stringify(value)}: expected a whole number from 1 to 10000`);
+  }
+  return n;
 }
 
 function port(value: string | undefined): number {

@@ -14,6 +14,16 @@ import { peekCommand } from './peek.command';
 import { type CommandOutput, policiesCommand } from './policies.command';
 import { resetCommand } from './reset.command';
 import { grantCommand } from './grant.command';
+import {
+  changeOf,
+  instantOf,
+  listOverridesCommand,
+  overrideHistoryCommand,
+  setOverrideCommand,
+  unsetOverrideCommand,
+} from './overrides.command';
+import { resolvePolicy } from '../core/policy';
+import { applyChange, checkScope } from '../core/overrides';
 import { cliActor } from './cli-actor.util';
 import { revokeDevicesCommand } from './revoke-devices.command';
 
@@ -36,6 +46,17 @@ Inspect and unlock rate limits of a redlimit app, from the configuration the app
 
 Commands:
   policies                 the policies of REDLIMIT_POLICIES (no Redis needed)
+  policies set <policy> [--limit N | --limits N/WINDOW,…] [--burst N] [--shadow true|false]
+           [--fail-mode M] [--block DURATION|none] [--scope PREFIX] [--from T] [--until T]
+           [--reason TEXT]
+                           a live override of a policy for the whole fleet (in force within the
+                           apps' overridesPollMs), for every key or keys starting with PREFIX;
+                           T: an ISO time or a duration from now (90m); window cannot change
+  policies unset <policy> [--scope PREFIX] [--reason TEXT]
+                           removes that override: the configured policy applies again
+  policies list            the overrides stored, in force or not
+  policies history [--count N]
+                           the latest changes to the overrides, with who and why
   peek <policy> <key…>     budget left per key (writes nothing)
   reset <policy> <key…>    deletes the policy's state for the keys: full budget again (unlock)
   grant <policy> <key…> --units N
@@ -89,6 +110,7 @@ Examples:
   redlimit reset login email=alice@example.com
   redlimit reset links --route 'LinksController.create /links' --ip 203.0.113.7 --json
   redlimit grant login email=alice@example.com --units 3
+  redlimit policies set api --limit 5000 --scope tenant:acme: --until 2h --reason 'launch day'
   redlimit revoke-devices email=alice@example.com
   redlimit board --redis redis://10.0.0.5:6379 --port 4040
 `;
@@ -136,7 +158,39 @@ async function execute(
   config: CliConfig,
   io: Pick<CliIo, 'stderr'>,
 ): Promise<CommandOutput> {
-  if (args.command === 'policies') return policiesCommand(config);
+  if (args.command === 'policies') {
+    const sub = args.subcommand;
+    if (sub === undefined) return policiesCommand(config);
+    if (sub === 'list') return withStore(args, config, (store) => listOverridesCommand(store));
+    if (sub === 'history') {
+      return withStore(args, config, (store) => overrideHistoryCommand(store, args.count));
+    }
+    const definition = policyDefinition(args.policy!, config);
+    const call = {
+      actor: cliActor(),
+      ...(args.scope !== undefined && { scope: args.scope }),
+      ...(args.from !== undefined && { from: args.from }),
+      ...(args.until !== undefined && { until: args.until }),
+      ...(args.reason !== undefined && { reason: args.reason }),
+    };
+    if (sub === 'unset') {
+      return withStore(args, config, (store) => unsetOverrideCommand(store, args.policy!, call));
+    }
+    // Everything that can be wrong with the change is found before Redis is contacted.
+    const policy = resolvePolicy({ ...definition, name: args.policy! });
+    const change = changeOf(args.override ?? {});
+    try {
+      applyChange(policy, change);
+      checkScope(args.scope);
+      instantOf(args.from, '--from', Date.now());
+      instantOf(args.until, '--until', Date.now());
+    } catch (error) {
+      if (error instanceof RangeError || error instanceof TypeError)
+        throw usageError(error.message);
+      throw error;
+    }
+    return withStore(args, config, (store) => setOverrideCommand(store, policy, change, call));
+  }
   // Everything that can be wrong with the input is found before Redis is contacted.
   if (args.command === 'revoke-devices') {
     const logins = loginKeys(args, config);

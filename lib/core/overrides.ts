@@ -145,7 +145,10 @@ export function applyChange(base: ResolvedPolicy, change: unknown): ResolvedPoli
   if (change === null || typeof change !== 'object' || Array.isArray(change)) {
     throw new TypeError(`${where}: the change must be an object; got ${describe(change)}`);
   }
-  const fields = Object.keys(change);
+  // A field given as undefined is no field (JSON would drop it: what is stored is what applies).
+  const fields = Object.keys(change).filter(
+    (field) => (change as Record<string, unknown>)[field] !== undefined,
+  );
   if (fields.length === 0) throw new TypeError(`${where}: the change changes nothing`);
   for (const field of fields) {
     if (field === 'window' || field === 'algorithm') {
@@ -163,6 +166,27 @@ export function applyChange(base: ResolvedPolicy, change: unknown): ResolvedPoli
   }
   const c = change as PolicyChange;
   const usesBurst = ALGORITHM_DEFINITIONS[base.algorithm].usesBurst;
+  const burstGiven =
+    c.burst !== undefined ||
+    (Array.isArray(c.limits) &&
+      (c.limits as readonly unknown[]).some(
+        (l) =>
+          l !== null && typeof l === 'object' && (l as { burst?: unknown }).burst !== undefined,
+      ));
+  if (burstGiven && !usesBurst) {
+    throw new RangeError(
+      `${where}: burst applies to 'token-bucket' and 'gcra' only (this policy is '${base.algorithm}')`,
+    );
+  }
+  if (usesBurst && (c.limit !== undefined || c.burst !== undefined || c.limits !== undefined)) {
+    // A bucket's state is kept relative to its rate and capacity (gcra: the time until empty;
+    // token bucket: the tokens left below capacity), so a new rate or capacity would rescale what
+    // it holds and refunds by old receipts would no longer be exact.
+    throw new RangeError(
+      `${where}: the limit and burst of a '${base.algorithm}' policy cannot change at runtime yet ` +
+        '(its stored state is relative to them); change block, shadow or failMode, or deploy a new limit',
+    );
+  }
   if ((c.limit !== undefined || c.burst !== undefined) && c.limits !== undefined) {
     throw new TypeError(`${where}: give limit/burst or limits, not both`);
   }

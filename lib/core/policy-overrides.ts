@@ -253,6 +253,11 @@ export class PolicyOverrides {
    */
   async clear(policy: string, options: ClearOverrideOptions = {}): Promise<boolean> {
     checkOptions(options, CLEAR_OPTIONS, 'clearOverride options');
+    if (typeof policy !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(policy)) {
+      throw new TypeError(
+        `clearOverride: a policy name is 1-64 of letters, digits and _.:- ; got ${JSON.stringify(policy)}`,
+      );
+    }
     const scope = checkScope(options.scope);
     const actor = checkNote(options.actor, 'actor') ?? 'code';
     const reason = checkNote(options.reason, 'reason');

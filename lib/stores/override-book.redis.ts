@@ -55,12 +55,13 @@ export class RedisOverrideBook implements OverrideBook {
     unreadable: string[];
   }> {
     const reply = (await this.read('list')) as Array<string | number>;
+    const now = Number(reply[1]);
     const overrides: PolicyOverride[] = [];
     const unreadable: string[] = [];
     for (let i = 2; i + 1 < reply.length; i += 2) {
       const parsed = parseOverride(String(reply[i + 1]));
       if (parsed === undefined) unreadable.push(String(reply[i + 1]));
-      else overrides.push(parsed);
+      else if (parsed.until === undefined || parsed.until > now) overrides.push(parsed); // (passed: gone at the next write)
     }
     overrides.sort((a, b) => a.version - b.version);
     return { version: Number(reply[0]), overrides, unreadable };
