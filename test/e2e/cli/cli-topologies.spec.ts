@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Cluster } from 'ioredis';
-import { Limiter, RedisStore } from '../../../lib';
+import { Limiter, PolicyOverrides, RedisStore } from '../../../lib';
 import { storageKey } from '../../../lib/stores/storage-key.util';
 import { clusterSlot } from '../../../lib/stores/cluster-slot.util';
 import { clusterNodes } from '../../support/cluster-handle';
@@ -75,6 +75,35 @@ describeWithCluster('redlimit command on a Redis Cluster', () => {
     expect(reset).toMatchObject({ code: 0, stderr: '' });
     expect(await remaining(flags, env)).toEqual([3, 3]);
     expect((await limiter.consume(KEYS, { cost: 3 })).allowed).toBe(true);
+  });
+
+  it('--cluster: policies set for a tenant holds on the cluster for keys of different slots, for that tenant only', async () => {
+    const env = { REDLIMIT_PREFIX: prefix, REDLIMIT_POLICIES: POLICIES };
+    const flags = ['--cluster', list(nodes!.slice(0, 2))];
+    const set = await redlimit(
+      ['policies', 'set', 'login', '--limit', '5', '--scope', 'user:', ...flags],
+      env,
+    );
+    expect(set).toMatchObject({ code: 0, stderr: '' });
+    const overrides = new PolicyOverrides(new RedisStore({ client: cluster, prefix }).overrides());
+    await overrides.start();
+    try {
+      const live = new Limiter(new RedisStore({ client: cluster, prefix }), POLICY, { overrides });
+      const admitted = async (key: string) => {
+        let n = 0;
+        for (let i = 0; i < 8; i++) if ((await live.consume(key)).allowed) n++;
+        return n;
+      };
+      expect(await admitted(KEYS[0]!)).toBe(5);
+      expect(await admitted(KEYS[1]!)).toBe(5);
+      expect(await admitted('team:x')).toBe(3);
+      const listed = await redlimit(['policies', 'list', '--json', ...flags], env);
+      expect(JSON.parse(listed.stdout)).toMatchObject({
+        overrides: [{ policy: 'login', scope: 'user:', change: { limit: 5 } }],
+      });
+    } finally {
+      overrides.stop();
+    }
   });
 
   it('REDLIMIT_REDIS_CLUSTER_NODES, as the module reads it, works as --cluster does', async () => {

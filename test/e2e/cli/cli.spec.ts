@@ -1,5 +1,6 @@
 import { RedisStore } from '../../../lib';
-import { attemptKey } from '../../../lib/nest';
+import { attemptKey, LimiterRegistry } from '../../../lib/nest';
+import { until } from '../../support/until';
 import { startFreezableRedis } from '../../support/freezable-redis';
 import { createTestClient, redisUrl, uniquePrefix } from '../../support/redis';
 import { getFreePort } from '../../support/redis-server';
@@ -30,6 +31,7 @@ function environment(): Record<string, string> {
     REDLIMIT_KEY_SECRET: KEY_SECRET,
     REDLIMIT_TRUSTED_PROXIES: 'loopback', // X-Forwarded-For stands for distinct clients
     REDLIMIT_DEVICES_TTL: '7d', // trusted devices on (signed with the key secret)
+    REDLIMIT_OVERRIDES_POLL_MS: '100', // live limits checked every 100 ms
   };
 }
 
@@ -137,6 +139,80 @@ describe.each(PLATFORMS)('redlimit command against a %s app', (platform) => {
       const run = await redlimit([...argv], noRedis);
       expect(run.code).toBe(2);
       expect(run.stderr).toContain(message);
+    }
+  });
+
+  it('policies set raises a limit on the running app within its poll, list and history show it, unset restores it', async () => {
+    const registry = app.app.get(LimiterRegistry);
+    const get = (path: string, ip: string) =>
+      app.request(path, { headers: { 'x-forwarded-for': ip } });
+    const set = await redlimit(
+      [
+        'policies',
+        'set',
+        'links',
+        '--limit',
+        '4',
+        '--until',
+        '2h',
+        '--reason',
+        'launch day',
+        '--json',
+      ],
+      env,
+    );
+    expect(set).toMatchObject({ code: 0, stderr: '' });
+    const { override } = JSON.parse(set.stdout) as { override: { version: number } };
+    // In force on the app within its poll (100 ms; the bound here is generous).
+    await until(() => registry.liveLimits!.version >= override.version, 10_000);
+    const statuses = [];
+    for (let i = 0; i < 5; i++) statuses.push((await get(`/links/${i}`, '192.0.2.1')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+
+    const list = await redlimit(['policies', 'list'], env);
+    expect(list).toMatchObject({ code: 0, stderr: '' });
+    expect(list.stdout).toMatch(
+      /^links\s+\(every key\)\s+\{"limit":4\}\s+until \S+\s+v\d+\s+cli\S*\s+launch day$/m,
+    );
+
+    const unset = await redlimit(['policies', 'unset', 'links', '--reason', 'over'], env);
+    expect(unset).toMatchObject({ code: 0, stderr: '' });
+    await until(() => registry.liveLimits!.version > override.version, 10_000);
+    const after = [];
+    for (let i = 0; i < 3; i++) after.push((await get(`/links/${i}`, '192.0.2.2')).status);
+    expect(after).toEqual([200, 200, 429]);
+
+    const history = await redlimit(['policies', 'history', '--json'], env);
+    const entries = (JSON.parse(history.stdout) as { history: Array<Record<string, unknown>> })
+      .history;
+    expect(entries.map((e) => [e.action, e.policy, e.reason])).toEqual([
+      ['unset', 'links', 'over'],
+      ['set', 'links', 'launch day'],
+    ]);
+    expect(String(entries[0]!.actor)).toMatch(/^cli/);
+  });
+
+  it('policies set: a bad change is refused before Redis is touched, with the policy’s message', async () => {
+    const noRedis = { ...env, REDIS_URL: 'redis://127.0.0.1:1' };
+    for (const [argv, message] of [
+      [['policies', 'set', 'links'], 'policies set needs a change'],
+      [['policies', 'set', 'links', '--limit', '0'], '--limit "0": expected a whole number ≥ 1'],
+      [
+        ['policies', 'set', 'links', '--limits', '5/1d'],
+        'limits[0].window cannot change at runtime',
+      ],
+      [
+        ['policies', 'set', 'links', '--burst', '5'],
+        "burst applies to 'token-bucket' and 'gcra' only",
+      ],
+      [['policies', 'set', 'nope', '--limit', '5'], "no policy named 'nope'"],
+      [['policies', 'set', 'links', '--limit', '5', '--until', 'tomorrow'], '--until "tomorrow"'],
+      [['policies', 'unset', 'links', '--limit', '5'], '--limit is for policies unset only'],
+      [['peek', 'links', '--scope', 'x'], '--scope is for policies set, unset and history only'],
+    ] as const) {
+      const run = await redlimit([...argv], noRedis);
+      expect(run.stderr).toContain(message);
+      expect(run.code).toBe(2);
     }
   });
 
