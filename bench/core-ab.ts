@@ -4,10 +4,15 @@
 // alternating rounds so the machine's noise falls on both alike.
 //
 //   npx ts-node --transpile-only bench/core-ab.ts --baseline DIR [--rounds 12] [--calls 20000] [--board]
+//     [--overrides none|one]
 //
 // `--board`: this checkout's limiters report to decision events that the ops board's recorder
 // watches (as RedlimitBoardModule sets them up), flushing to the store's board book every 2 s: the
 // cost of the board's bookkeeping on the allowed path.
+// `--overrides none`: this checkout's limiters run under live limits (a PolicyOverrides polling
+// its store every 500 ms) with no override in force; `one`: with one global override in force on
+// every policy (a limit as high, or shadow off for the bucket, whose limit cannot change): the
+// cost of live limits on the hot path.
 //
 // Shapes: fixed window on 1 key, coalesced (64 in flight) and `coalesce: false` (one at a time);
 // 2 keys coalesced; token bucket coalesced; an attempt (`begin()` then keep) coalesced; fixed
@@ -19,6 +24,7 @@ import Redis from 'ioredis';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BoardRecorder } from '../lib/board/board-recorder';
+import { PolicyOverrides } from '../lib/core/policy-overrides';
 import { benchRedis } from './support/redis.util';
 import { bootstrapMedian, seededRandom, withInterval } from './support/stats.util';
 
@@ -43,14 +49,23 @@ interface Build {
 
 const NEVER = 1_000_000_000;
 
-function build(name: string, url: string, libDir: string | undefined, board = false): Build {
+async function build(
+  name: string,
+  url: string,
+  libDir: string | undefined,
+  board = false,
+  overridden?: string,
+): Promise<Build> {
   // eslint-disable-next-line @typescript-eslint/no-require-imports -- chosen at run time (A/B)
   const lib = require(libDir ? resolve(libDir) : '../lib') as Lib;
   const events = board ? new lib.DecisionEvents() : undefined;
-  const options = events ? { events } : {};
   const clients = [new Redis(url), new Redis(url)];
   const prefix = `ab:${name.replace(/\W/g, '')}:${Date.now()}`;
   const coalesced = new lib.RedisStore({ client: clients[0]!, prefix });
+  const overrides =
+    overridden === undefined ? undefined : new PolicyOverrides(coalesced.overrides());
+  await overrides?.start();
+  const options = { ...(events && { events }), ...(overrides && { overrides }) };
   const alone = new lib.RedisStore({ client: clients[1]!, prefix: `${prefix}:a`, coalesce: false });
   const memory = new lib.MemoryStore();
   const fixed = { name: 'fw', algorithm: 'fixed-window' as const, limit: NEVER, window: '1h' };
@@ -75,6 +90,11 @@ function build(name: string, url: string, libDir: string | undefined, board = fa
     ? [new BoardRecorder(events, coalesced.board(), { limiters: () => [fw, tb, fwFleet] })]
     : [];
   for (const recorder of recorders) recorder.start();
+  if (overrides !== undefined && overridden === 'one') {
+    await overrides.set(fw.policy, { limit: NEVER - 1 });
+    await overrides.set(fwFleet.policy, { limit: NEVER - 1 });
+    await overrides.set(tb.policy, { shadow: false });
+  }
   return {
     name,
     run: {
@@ -87,6 +107,7 @@ function build(name: string, url: string, libDir: string | undefined, board = fa
       memory: () => fwMemory.consume('caller'),
     },
     close: async () => {
+      overrides?.stop();
       for (const recorder of recorders) await recorder.stop();
       await Promise.all(clients.map((c) => c.quit()));
     },
@@ -141,6 +162,7 @@ async function main(): Promise<void> {
       shapes: { type: 'string', default: SHAPES.map((s) => s.shape).join(',') },
       seed: { type: 'string', default: '7' },
       board: { type: 'boolean', default: false },
+      overrides: { type: 'string' },
     },
   });
   if (!values.baseline) throw new Error('--baseline DIR is required (a checkout of lib/ and lua/)');
@@ -149,9 +171,12 @@ async function main(): Promise<void> {
   const shapes = SHAPES.filter((s) => values.shapes.split(',').includes(s.shape));
   const redis = await benchRedis(undefined);
   const admin = new Redis(redis.url);
+  if (values.overrides !== undefined && !['none', 'one'].includes(values.overrides)) {
+    throw new Error('--overrides takes none or one');
+  }
   const builds = [
-    build('this checkout', redis.url, undefined, values.board),
-    build('baseline', redis.url, resolve(values.baseline, 'lib')),
+    await build('this checkout', redis.url, undefined, values.board, values.overrides),
+    await build('baseline', redis.url, resolve(values.baseline, 'lib')),
   ];
   for (const b of builds)
     for (const s of shapes) await round(b.run[s.shape], calls / 4, s.inFlight, admin);

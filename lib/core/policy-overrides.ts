@@ -21,6 +21,11 @@ export interface PolicyOverridesOptions {
   readonly pollMs?: number;
   /** Where problems are told (an override this version cannot read, a failed poll); default `process.emitWarning`. */
   readonly onWarning?: (message: string) => void;
+  /**
+   * Called when what is in force here changed (a change read from the store, or a `from` /
+   * `until` passed), with the overrides now in force and the store version read: e.g. to log it.
+   */
+  readonly onChange?: (inForce: readonly PolicyOverride[], version: number) => void;
 }
 
 /** Options of {@link PolicyOverrides.set}. */
@@ -57,7 +62,7 @@ export interface EffectivePolicy {
 
 const SET_OPTIONS = ['scope', 'from', 'until', 'actor', 'reason'] as const;
 const CLEAR_OPTIONS = ['scope', 'actor', 'reason'] as const;
-const OPTIONS = ['pollMs', 'onWarning'] as const;
+const OPTIONS = ['pollMs', 'onWarning', 'onChange'] as const;
 
 /** The overrides of one policy in force now, by scope, resolved against one base policy. */
 class PolicyEntry {
@@ -106,6 +111,7 @@ export class PolicyOverrides {
   /** How often the store is polled, in ms. */
   readonly pollMs: number;
   private readonly warn: (message: string) => void;
+  private readonly onChange: PolicyOverridesOptions['onChange'];
   /** Everything read from the store, in force or not. */
   private stored: readonly PolicyOverride[] = [];
   /** The store version {@link stored} was read at (-1: never read). */
@@ -136,6 +142,7 @@ export class PolicyOverrides {
     this.pollMs = pollMs;
     this.warn =
       options.onWarning ?? ((message) => process.emitWarning(message, 'RedlimitOverrideWarning'));
+    this.onChange = options.onChange;
   }
 
   /** The store version the overrides in force here were read at (-1 before the first read). */
@@ -283,7 +290,7 @@ export class PolicyOverrides {
   }
 
   /** The latest `count` changes (default 100), newest first. */
-  history(count = 100): Promise<OverrideHistoryEntry[]> {
+  async history(count = 100): Promise<OverrideHistoryEntry[]> {
     if (!Number.isSafeInteger(count) || count < 1 || count > 10_000) {
       throw new RangeError(`history count must be a whole number from 1 to 10000; got ${count}`);
     }
@@ -293,13 +300,19 @@ export class PolicyOverrides {
   /** Rebuilds the table when the set in force changed (a read, or a from / until passed). */
   private rebuildIfDue(): boolean {
     const now = this.book.now();
-    const inForce = this.stored
-      .filter((o) => inForceAt(o, now))
-      .map((o) => `${o.version}`)
-      .join(',');
+    const current = this.stored.filter((o) => inForceAt(o, now));
+    const inForce = current.map((o) => `${o.version}`).join(',');
     if (inForce === this.inForce) return false;
+    const first = this.inForce === '' && current.length === 0;
     this.inForce = inForce;
     this.entries = new WeakMap();
+    if (!first) {
+      try {
+        this.onChange?.(current, this.readVersion);
+      } catch (error) {
+        this.warn(`redlimit: the overrides' onChange threw: ${(error as Error).message}`);
+      }
+    }
     return true;
   }
 

@@ -46,6 +46,8 @@ export class LimiterRegistry implements OnModuleInit, OnModuleDestroy {
    * overrides every limiter of the registry runs under. See {@link override}.
    */
   readonly liveLimits: PolicyOverrides | undefined;
+  /** Whether the startup read is done (changes after it are logged as they come). */
+  private started = false;
   private readonly limiters = new Map<string, Limiter>();
   /** Inline decorator policies by identity: validated once, not on every request. */
   private readonly inline = new WeakMap<PolicyOptions, Limiter>();
@@ -74,6 +76,15 @@ export class LimiterRegistry implements OnModuleInit, OnModuleDestroy {
         ? new PolicyOverrides(store.overrides(), {
             ...(options.overridesPollMs !== undefined && { pollMs: options.overridesPollMs }),
             onWarning: (message) => this.logger.warn(message),
+            onChange: (inForce, version) => {
+              if (!this.started) return; // (the startup lists them once ready)
+              this.logger.log(
+                `redlimit: live limits at version ${version}: ` +
+                  (inForce.length === 0
+                    ? 'no override in force, every policy as configured'
+                    : inForce.map(describeOverride).join('; ')),
+              );
+            },
           })
         : undefined;
     this.limiterOptions = {
@@ -127,6 +138,7 @@ export class LimiterRegistry implements OnModuleInit, OnModuleDestroy {
     for (const override of live.inForceNow()) {
       this.logger.log(`redlimit: live override in force: ${describeOverride(override)}`);
     }
+    this.started = true;
   }
 
   /** Stops polling for overrides. */
@@ -146,32 +158,34 @@ export class LimiterRegistry implements OnModuleInit, OnModuleDestroy {
    * @throws TypeError / RangeError naming what is wrong, before the store is touched; Error for
    *   an unknown policy or a store without live limits
    */
-  override(name: string, change: PolicyChange, options?: OverrideOptions): Promise<PolicyOverride> {
+  async override(
+    name: string,
+    change: PolicyChange,
+    options?: OverrideOptions,
+  ): Promise<PolicyOverride> {
     const limiter = this.get(name);
     const live = this.liveOrThrow();
     if (change?.failMode === 'memory' && typeof limiter.store.fallback !== 'function') {
-      return Promise.reject(
-        new TypeError(
-          "override failMode 'memory' needs a store with an in-process fallback (store.fallback())",
-        ),
+      throw new TypeError(
+        "override failMode 'memory' needs a store with an in-process fallback (store.fallback())",
       );
     }
     return live.set(limiter.policy, change, options);
   }
 
   /** Removes the override of a policy for a scope (default: the one for every key); resolves whether there was one. */
-  clearOverride(name: string, options?: ClearOverrideOptions): Promise<boolean> {
+  async clearOverride(name: string, options?: ClearOverrideOptions): Promise<boolean> {
     this.get(name);
     return this.liveOrThrow().clear(name, options);
   }
 
   /** The overrides stored now, in force or not, read from the store. */
-  listOverrides(): Promise<readonly PolicyOverride[]> {
+  async listOverrides(): Promise<readonly PolicyOverride[]> {
     return this.liveOrThrow().list();
   }
 
   /** The latest changes to the overrides (default 100), newest first. */
-  overrideHistory(count?: number): Promise<OverrideHistoryEntry[]> {
+  async overrideHistory(count?: number): Promise<OverrideHistoryEntry[]> {
     return this.liveOrThrow().history(count);
   }
 
