@@ -109,11 +109,12 @@ export class BoardApp {
     const book = this.source.book;
     switch (route) {
       case '': {
-        const [cards, rates] = await Promise.all([
+        const [cards, rates, overrides] = await Promise.all([
           this.cards(),
           book.rates(ctx.now - RATE_MINUTES * 60_000),
+          this.source.overrides?.() ?? Promise.resolve([]),
         ]);
-        return { title: 'Policies', content: policiesPage(cards, rates, ctx) };
+        return { title: 'Policies', content: policiesPage(cards, rates, ctx, overrides) };
       }
       case 'refusing':
       case 'shadow': {

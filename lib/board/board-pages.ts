@@ -1,3 +1,4 @@
+import type { PolicyOverride } from '../core/overrides';
 import { formatWait, formatWindow } from '../core/format.util';
 import type { Limiter } from '../core/limiter';
 import {
@@ -63,6 +64,7 @@ export function policiesPage(
   cards: readonly PolicyCard[],
   rates: readonly RateCount[],
   ctx: PageContext,
+  overrides: readonly PolicyOverride[] = [],
 ): Html {
   const from = ctx.now - (ctx.now % RATE_BUCKET_MS) - (RATE_MINUTES * 60_000 - RATE_BUCKET_MS);
   const buckets = (RATE_MINUTES * 60_000) / RATE_BUCKET_MS;
@@ -112,7 +114,32 @@ export function policiesPage(
       few seconds may still be missing; a recorder that could not write loses those seconds (it
       warns). Policies come from the apps running them (published every 30 s).
     </p>`,
+    html`<h2>Live overrides</h2>`,
+    table(
+      ['policy', 'for', 'change', 'when', 'version', 'by', 'why'],
+      overrides.map((o) => [
+        o.policy,
+        o.scope === '' ? 'every key' : keyHtml(o.scope),
+        JSON.stringify(o.change),
+        overrideWhen(o, ctx.now),
+        `v${o.version}`,
+        o.actor,
+        o.reason ?? '',
+      ]),
+    ),
+    html`<p class="note">
+      Changes of policies kept in the store, applied by every app within its poll (<code
+        >redlimit policies set|unset|history</code
+      >; the limits above are the apps' own).
+    </p>`,
   ]);
+}
+
+/** When an override is in force, as the Policies page says it. */
+function overrideWhen(o: PolicyOverride, now: number): string {
+  if (o.from !== undefined && now < o.from) return `from ${isoTime(o.from)}`;
+  if (o.until !== undefined) return `until ${isoTime(o.until)} (${formatWait(o.until - now)})`;
+  return 'in force';
 }
 
 function rateText(perSecond: number): string {

@@ -1,3 +1,4 @@
+import type { PolicyOverride } from '../core/overrides';
 import type { Limiter } from '../core/limiter';
 import type { BoardBook } from '../stores/board-book';
 
@@ -43,4 +44,6 @@ export interface BoardSource {
   readonly clientIp?: (address: string) => string | undefined;
   /** Where actions are taken from, for the audit: `board` (an app) or `cli` (`redlimit board`). */
   readonly via: string;
+  /** The live policy overrides stored now (see `PolicyOverrides`), listed on the Policies page. */
+  readonly overrides?: () => Promise<readonly PolicyOverride[]>;
 }

@@ -83,6 +83,7 @@ export async function serveBoard(
     ...(config.keySecret !== undefined && { keySecret: config.keySecret }),
     clientIp: (address) => config.clientIp(address),
     via: 'cli',
+    overrides: async () => (await store.overrides().list()).overrides,
   };
   const app = new BoardApp(source, { readOnly: options.readOnly });
   const actor = cliActor();

@@ -1,6 +1,21 @@
 import { parseArgs } from 'node:util';
 import { usageError } from './cli.error';
-import type { OverrideFlags } from './overrides.command';
+
+/** What `redlimit policies set` was given, before it is checked against the policy. */
+export interface OverrideFlags {
+  /** `--limit N`. */
+  readonly limit?: string;
+  /** `--limits N/DURATION,…` (each window must be the policy's). */
+  readonly limits?: string;
+  /** `--burst N`. */
+  readonly burst?: string;
+  /** `--shadow true|false`. */
+  readonly shadow?: string;
+  /** `--fail-mode closed|open|memory`. */
+  readonly failMode?: string;
+  /** `--block DURATION` or `--block none`. */
+  readonly block?: string;
+}
 
 /** The commands of `redlimit`. */
 export const COMMANDS = ['policies', 'peek', 'reset', 'grant', 'revoke-devices', 'board'] as const;

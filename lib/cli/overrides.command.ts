@@ -6,22 +6,7 @@ import type { RedisStore } from '../stores/redis.store';
 import { columns } from './cli-format.util';
 import { storeError, usageError } from './cli.error';
 import type { CommandOutput } from './policies.command';
-
-/** What `redlimit policies set` was given, before it is checked against the policy. */
-export interface OverrideFlags {
-  /** `--limit N`. */
-  readonly limit?: string;
-  /** `--limits N/DURATION,…` (each window must be the policy's). */
-  readonly limits?: string;
-  /** `--burst N`. */
-  readonly burst?: string;
-  /** `--shadow true|false`. */
-  readonly shadow?: string;
-  /** `--fail-mode closed|open|memory`. */
-  readonly failMode?: string;
-  /** `--block DURATION` or `--block none`. */
-  readonly block?: string;
-}
+import type { OverrideFlags } from './cli-args.util';
 
 /**
  * The change `redlimit policies set` asks for, from its flags (checked for shape here, against

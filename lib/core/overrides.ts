@@ -99,8 +99,11 @@ export interface OverrideBook {
    * cannot read come back as `unreadable` (their text), never as an error.
    */
   list(): Promise<{
+    /** The version the overrides were read at. */
     readonly version: number;
+    /** Every stored override this version can read, oldest version first. */
     readonly overrides: readonly PolicyOverride[];
+    /** The stored text of those it cannot read. */
     readonly unreadable: readonly string[];
   }>;
   /** Stores (or replaces) the override of `write.policy` for `write.scope`; resolves with it. */
@@ -133,7 +136,7 @@ export const MAX_NOTE_LENGTH = 512;
 
 /**
  * Checks a change against the policy it changes and gives the policy as it then stands, validated
- * as {@link resolvePolicy} validates a policy (the same messages), before anything is stored.
+ * as `resolvePolicy` validates a policy (the same messages), before anything is stored.
  *
  * @throws TypeError / RangeError naming the field
  * @example

@@ -3,6 +3,7 @@ import { checkOptions } from '../core/options.util';
 import type { BoardBook } from './board-book';
 import { MemoryBoardBook } from './board-book.memory';
 import { MemoryOverrideBook } from './override-book.memory';
+import type { OverrideBook } from '../core/overrides';
 import { checkedClock } from './clock-reading.util';
 import { concurrencyMemory } from './memory/concurrency.memory';
 import { type Ledger, remember } from './memory/memory-ledger';
@@ -105,7 +106,7 @@ export class MemoryStore implements Store {
   }
 
   /** Live policy overrides of this process (see `PolicyOverrides`), on this store's clock. */
-  overrides(): MemoryOverrideBook {
+  overrides(): OverrideBook {
     return (this.overrideBook ??= new MemoryOverrideBook(this.clock));
   }
 

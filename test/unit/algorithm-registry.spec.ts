@@ -19,7 +19,16 @@ const LUA = join(ROOT, 'lua');
 const DEFINITION_FILE = join(ROOT, 'lib', 'core', 'algorithms', 'algorithm-definition.ts');
 
 /** The Lua folders that hold no algorithm: shared fragments and the multi-policy scripts. */
-const NOT_ALGORITHMS = new Set(['lib', 'batch', 'stack', 'reset', 'epoch', 'fleet', 'board', 'overrides']);
+const NOT_ALGORITHMS = new Set([
+  'lib',
+  'batch',
+  'stack',
+  'reset',
+  'epoch',
+  'fleet',
+  'board',
+  'overrides',
+]);
 
 /** The string literals of a union type alias of algorithm-definition.ts, read by the compiler. */
 function literalsOf(alias: 'Algorithm' | 'RateAlgorithm'): string[] {

@@ -49,6 +49,9 @@ export class RedlimitBoard implements OnModuleInit, OnApplicationShutdown {
       ...(keySecret !== undefined && { keySecret }),
       clientIp: groupIp,
       via: 'board',
+      ...(registry.liveLimits !== undefined && {
+        overrides: () => registry.liveLimits!.list(),
+      }),
     };
     this.app = new BoardApp(source, { readOnly: options.readOnly === true });
     this.recorder = new BoardRecorder(events, book, {

@@ -4,7 +4,13 @@
  * read-only mode. The browser specs (test/browser/board.spec.ts) drive the same board in Chromium.
  */
 import type { Redis } from 'ioredis';
-import { attemptKey, MemoryStore, RedisStore, type Store } from '../../../lib/nest';
+import {
+  attemptKey,
+  LimiterRegistry,
+  MemoryStore,
+  RedisStore,
+  type Store,
+} from '../../../lib/nest';
 import { RedlimitBoard } from '../../../lib/nest/board/redlimit-board.service';
 import { createTestClient, uniquePrefix } from '../../support/redis';
 import { PLATFORMS, type RunningApp, startApp } from '../support/app';
@@ -200,6 +206,19 @@ describe.each(PLATFORMS)('ops board on %s', (platform) => {
       const shadow = await page('/shadow');
       expect(shadow.body).toContain('<h2>preview</h2>');
       expect(shadow.body).toMatch(/ip:127\.0\.0\.1/);
+    });
+
+    it('lists the live overrides on the Policies page', async () => {
+      const registry = running.app.get(LimiterRegistry);
+      await registry.override('search', { limit: 5 }, { scope: 'ip:', reason: 'a <test>' });
+      try {
+        const { body } = await page();
+        expect(body).toContain('<h2>Live overrides</h2>');
+        expect(body).toContain('<td>{&#34;limit&#34;:5}</td>');
+        expect(body).toContain('<td>a &#60;test&#62;</td>');
+      } finally {
+        await registry.clearOverride('search', { scope: 'ip:' });
+      }
     });
 
     it('draws each policy’s rates once the recorder has written them', async () => {
