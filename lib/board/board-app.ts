@@ -4,9 +4,11 @@ import { apiKeyHash, attemptKey } from '../http/key-hash.util';
 import { ipKey } from '../http/throttle-key.util';
 import { StoreTimeoutError } from '../core/errors';
 import type { Limiter } from '../core/limiter';
+import type { PolicyChange } from '../core/overrides';
+import { formatWait } from '../core/format.util';
 import type { PolicyCard } from '../stores/board-book';
 import { BOARD_CSS, BOARD_JS } from './board-assets';
-import { type Html, page, type PageRoute, PAGES } from './board-html.util';
+import { html, type Html, join, page, type PageRoute, PAGES } from './board-html.util';
 import {
   auditPage,
   byName,
@@ -88,7 +90,8 @@ export class BoardApp {
     if (crossSiteRead(request.headers)) return this.plain(403, 'Cross-site request refused');
     if (route === 'assets/board.css') return this.asset('text/css', BOARD_CSS);
     if (route === 'assets/board.js') return this.asset('text/javascript', BOARD_JS);
-    const action = route === 'unlock' || route === 'grant';
+    const action =
+      route === 'unlock' || route === 'grant' || route === 'override' || route === 'override-clear';
     const known = PAGES.some(([r]) => r === route) || action;
     if (!known) return this.plain(404, 'No such page');
     if (method === 'POST') {
@@ -98,6 +101,9 @@ export class BoardApp {
     if (method !== 'GET' && method !== 'HEAD') return this.plain(405, 'Method not allowed');
     if (route === 'unlock') return this.plain(405, 'Unlock is a POST');
     if (route === 'grant') return this.plain(405, 'Grant is a POST');
+    if (route === 'override' || route === 'override-clear') {
+      return this.plain(405, 'Changing an override is a POST');
+    }
     return this.render(request, route as PageRoute, await this.pageOf(request, route as PageRoute));
   }
 
@@ -149,7 +155,7 @@ export class BoardApp {
 
   private async post(
     request: BoardRequest,
-    route: 'key' | 'unlock' | 'grant',
+    route: 'key' | 'unlock' | 'grant' | 'override' | 'override-clear',
   ): Promise<BoardResponse> {
     if (!sameOrigin(request.headers)) return this.plain(403, 'Cross-site request refused');
     const cookie = cookieOf(request.headers, CSRF_COOKIE);
@@ -177,6 +183,9 @@ export class BoardApp {
       return this.keyResponse(request, ctx, await this.find(part, value));
     }
     if (this.readOnly) return this.plain(403, 'The board is read-only');
+    if (route === 'override' || route === 'override-clear') {
+      return this.override(request, ctx, route === 'override-clear');
+    }
     const policy = field(request.body, 'policy') ?? '';
     const encoded = field(request.body, 'key64');
     const key = (encoded !== undefined ? fromKey64(encoded) : field(request.body, 'key')) ?? '';
@@ -212,6 +221,82 @@ export class BoardApp {
     return this.keyResponse(request, ctx, [key], {
       text: `Unlocked ${policy} for this key: its budget is full and any lockout is over.`,
     });
+  }
+
+  /**
+   * Sets or removes a live override from the Policies page (validated as a policy is), audited
+   * here and in the overrides' own history; the page is shown again with what happened.
+   */
+  private async override(
+    request: BoardRequest,
+    ctx: PageContext,
+    clear: boolean,
+  ): Promise<BoardResponse> {
+    const { setOverride, clearOverride } = this.source;
+    const policy = field(request.body, 'policy') ?? '';
+    const scope =
+      fromKey64(field(request.body, 'scope64') ?? '') ?? field(request.body, 'scope') ?? '';
+    const reason = (field(request.body, 'reason') ?? '').trim();
+    const page = async (text: string, error = false) =>
+      this.render(request, '', {
+        title: 'Policies',
+        content: join([
+          html`<p class="notice${error ? ' error' : ''}" role="status">${text}</p>`,
+          (await this.pageOf(request, '')).content,
+        ]),
+      });
+    if (setOverride === undefined || clearOverride === undefined) {
+      return page('This board cannot change policies: its store keeps no live limits.', true);
+    }
+    if (!byName(this.source.limiters()).has(policy)) {
+      return page(`This board cannot change policy '${policy}': it is not one of its app's.`, true);
+    }
+    if (scope.length > MAX_FIELD || reason.length > 512) {
+      return page('The scope or the reason is too long.', true);
+    }
+    const where = scope === '' ? 'every key' : `keys starting "${scope}"`;
+    try {
+      if (clear) {
+        const removed = await clearOverride(policy, { scope, actor: request.actor });
+        if (removed) {
+          await this.source.book.appendAudit({
+            actor: request.actor,
+            action: 'override-clear',
+            via: this.source.via,
+            policy,
+            detail: `for ${where}`,
+          });
+        }
+        return page(
+          removed
+            ? `Removed the override of ${policy} for ${where}: the configured policy applies again (on every app within its poll).`
+            : `${policy} had no override for ${where}.`,
+        );
+      }
+      const change = changeFromForm(request.body);
+      if (typeof change === 'string') return page(change, true);
+      const until = UNTIL_CHOICES.get(field(request.body, 'until') ?? '');
+      const stored = await setOverride(policy, change, {
+        scope,
+        ...(until !== undefined && { until: this.source.book.now() + until }),
+        actor: request.actor,
+        ...(reason !== '' && { reason }),
+      });
+      await this.source.book.appendAudit({
+        actor: request.actor,
+        action: 'override',
+        via: this.source.via,
+        policy,
+        detail: `${JSON.stringify(change)} for ${where}${until !== undefined ? ` for ${formatWait(until)}` : ''}`,
+      });
+      return page(
+        `Set: ${policy} for ${where} ${JSON.stringify(change)} (version ${stored.version}), in force on every app within its poll.`,
+      );
+    } catch (error) {
+      if (error instanceof RangeError || error instanceof TypeError)
+        return page(error.message, true);
+      throw error;
+    }
   }
 
   /** A one-off allowance from a key's page: `units` of room now under one policy, audited. */
@@ -506,4 +591,28 @@ function fromKey64(value: string): string | undefined {
 function minutesOf(value: string | undefined): number {
   const minutes = Number(value);
   return [1, 5, 15, 30].includes(minutes) ? minutes : 5;
+}
+
+/** How long an override set from the board lasts (the form's choices; '' for until removed). */
+const UNTIL_CHOICES: ReadonlyMap<string, number> = new Map([
+  ['15m', 15 * 60_000],
+  ['1h', 3_600_000],
+  ['4h', 4 * 3_600_000],
+  ['1d', 86_400_000],
+  ['7d', 7 * 86_400_000],
+]);
+
+/** The change the override form asks for, or a message saying what is wrong with it. */
+function changeFromForm(body: BoardRequest['body']): PolicyChange | string {
+  const change: { limit?: number; shadow?: boolean } = {};
+  const limit = (field(body, 'limit') ?? '').trim();
+  if (limit !== '') {
+    if (!/^[1-9]\d{0,14}$/.test(limit)) return 'Give the limit as a whole number of at least 1.';
+    change.limit = Number(limit);
+  }
+  const shadow = field(body, 'shadow') ?? '';
+  if (shadow === 'on' || shadow === 'off') change.shadow = shadow === 'on';
+  else if (shadow !== '') return `Unknown shadow choice '${shadow}'.`;
+  if (Object.keys(change).length === 0) return 'Give a limit or a shadow mode to change.';
+  return change;
 }

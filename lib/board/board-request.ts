@@ -1,4 +1,4 @@
-import type { PolicyOverride } from '../core/overrides';
+import type { PolicyChange, PolicyOverride } from '../core/overrides';
 import type { Limiter } from '../core/limiter';
 import type { BoardBook } from '../stores/board-book';
 
@@ -46,4 +46,15 @@ export interface BoardSource {
   readonly via: string;
   /** The live policy overrides stored now (see `PolicyOverrides`), listed on the Policies page. */
   readonly overrides?: () => Promise<readonly PolicyOverride[]>;
+  /** Stores an override of one of {@link limiters}' policies (validated as a policy is). */
+  readonly setOverride?: (
+    policy: string,
+    change: PolicyChange,
+    options: { scope: string; until?: number; actor: string; reason?: string },
+  ) => Promise<PolicyOverride>;
+  /** Removes the override of a policy for a scope; resolves whether there was one. */
+  readonly clearOverride?: (
+    policy: string,
+    options: { scope: string; actor: string },
+  ) => Promise<boolean>;
 }

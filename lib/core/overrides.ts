@@ -95,12 +95,20 @@ export interface OverrideBook {
   /** The current version (0 before any write). */
   version(): Promise<number>;
   /**
+   * An opaque text that changes with every write, and when the store lost its overrides (a
+   * restart without persistence, a failover to a replica that missed writes) even if the version
+   * number then repeats: what readers poll.
+   */
+  stamp(): Promise<string>;
+  /**
    * Every stored override with the version it was read at. Entries this version of redlimit
    * cannot read come back as `unreadable` (their text), never as an error.
    */
   list(): Promise<{
     /** The version the overrides were read at. */
     readonly version: number;
+    /** The stamp they were read at (see {@link OverrideBook.stamp}). */
+    readonly stamp: string;
     /** Every stored override this version can read, oldest version first. */
     readonly overrides: readonly PolicyOverride[];
     /** The stored text of those it cannot read. */
@@ -278,7 +286,7 @@ export function applyChange(base: ResolvedPolicy, change: unknown): ResolvedPoli
 }
 
 /** A resolved lockout as the options that resolve to it again. */
-function blockOptionsOf(rule: BlockRule | undefined): BlockOptions | undefined {
+export function blockOptionsOf(rule: BlockRule | undefined): BlockOptions | undefined {
   if (rule === undefined) return undefined;
   return {
     duration: rule.durationMs,

@@ -102,6 +102,9 @@ export class PolicyDecider implements SettlingLimiter {
   /** A remembered refusal at once (no deadline, no store call), else {@link decideOnStore}. */
   private decideOnce(request: SpendRequest, spend: boolean): Promise<Decision> {
     try {
+      if (request.limits !== this.policy.limits && request.cost > maxCostOf(request.limits)) {
+        return Promise.resolve(this.aboveOverride(request, spend));
+      }
       const remembered = spend ? this.store.rememberedRefusal?.(request) : undefined;
       if (remembered === undefined) return this.decideOnStore(request, spend);
       const decision = this.toDecision(request, remembered, spend);
@@ -143,6 +146,31 @@ export class PolicyDecider implements SettlingLimiter {
   private watched(decision: Decision): Decision {
     this.options.events?.watcher?.(decision);
     return decision;
+  }
+
+  /**
+   * A call whose cost is above what a live override allows (a limit lowered below it): refused,
+   * spending nothing, as the store would refuse a cost that can never fit, without asking it.
+   */
+  private aboveOverride(request: SpendRequest, spend: boolean): Decision {
+    const rule = request.limits.reduce((a, b) => (b.burst < a.burst ? b : a));
+    const refused = unchargedDecision(
+      { name: request.policy, algorithm: request.algorithm, limits: request.limits },
+      request.keys,
+      { allowed: false, remaining: 0, retryAfterMs: rule.windowMs },
+    );
+    const decision = Object.freeze({
+      ...refused,
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      blockedBy: Object.freeze({
+        key: request.keys[0]!,
+        limit: rule.limit,
+        windowMs: rule.windowMs,
+      }),
+    });
+    const final = this.shadowRefuses(decision) ? this.shadowed(decision) : decision;
+    return spend ? this.watched(final) : final;
   }
 
   /** Gives back a spend whose reply came after the caller was answered without it. */
@@ -270,7 +298,9 @@ export class PolicyDecider implements SettlingLimiter {
       algorithm: policy.algorithm,
       limits: policy.limits,
       keys: normalized,
-      cost: normalizeCost(options?.cost, policy.maxCost),
+      // Checked against the policy as configured: a cost only a live override's lower limit
+      // cannot fit is refused when decided, never an error (see aboveOverride).
+      cost: normalizeCost(options?.cost, this.policy.maxCost),
       deadlineAt: monotonicNow() + this.timeoutMs,
       block: policy.block, // undefined for most policies (a spread would cost more)
     };
@@ -323,4 +353,11 @@ export class PolicyDecider implements SettlingLimiter {
     this.reports.shadowRefusal(shadow);
     return shadow;
   }
+}
+
+/** The largest cost that can ever fit under these limits: the smallest burst (a limit's own). */
+function maxCostOf(limits: readonly LimitRule[]): number {
+  let max = Infinity;
+  for (const rule of limits) if (rule.burst < max) max = rule.burst;
+  return max;
 }

@@ -1,6 +1,9 @@
-import type { LimitRule, ResolvedPolicy } from './policy';
+import { ALGORITHM_DEFINITIONS } from './algorithms/algorithm.registry';
+import type { BlockRule } from './policy-block';
+import type { FailMode, LimitRule, ResolvedPolicy } from './policy';
 import {
   applyChange,
+  blockOptionsOf,
   checkInstant,
   checkNote,
   checkScope,
@@ -66,32 +69,98 @@ const OPTIONS = ['pollMs', 'onWarning', 'onChange'] as const;
 
 /** The overrides of one policy in force now, by scope, resolved against one base policy. */
 class PolicyEntry {
+  /** Policies combined for calls whose keys fall under different overrides, by their parts. */
+  private readonly combined = new Map<string, EffectivePolicy>();
+
   constructor(
+    /** The policy as configured. */
+    private readonly base: ResolvedPolicy,
     /** The override for every key, if any. */
     readonly global: EffectivePolicy | undefined,
     /** Scoped overrides: per scope length (longest first), prefix → policy. */
     readonly scoped: ReadonlyArray<readonly [number, ReadonlyMap<string, EffectivePolicy>]>,
+    /** Records a policy made here, so a request's limits find it again. */
+    private readonly made: (effective: EffectivePolicy) => void,
   ) {}
 
-  /** The most specific override any of the keys falls under (its scope the longest), else the global one. */
+  /** The policy of one key: its most specific override (the longest scope), else the global one. */
+  private of(key: string): EffectivePolicy | undefined {
+    for (const [length, byPrefix] of this.scoped) {
+      if (key.length < length) continue;
+      const found = byPrefix.get(key.slice(0, length));
+      if (found !== undefined) return found;
+    }
+    return this.global;
+  }
+
+  /**
+   * The policy a call on `keys` runs under. When its keys fall under different overrides (an IP
+   * and a raised account), the strictest of their policies, so that no key the caller names can
+   * lift the limit of another: each limit the lowest, shadow only if all are, the strictest fail
+   * mode, the longest lockout.
+   */
   resolve(keys: readonly string[]): EffectivePolicy | undefined {
     if (this.scoped.length === 0) return this.global;
-    let best: EffectivePolicy | undefined;
-    let bestLength = -1;
-    for (const key of keys) {
-      for (const [length, byPrefix] of this.scoped) {
-        if (length <= bestLength) break;
-        if (key.length < length) continue;
-        const found = byPrefix.get(key.slice(0, length));
-        if (found !== undefined) {
-          best = found;
-          bestLength = length;
-          break;
-        }
-      }
+    const first = this.of(keys[0]!);
+    let distinct: Array<EffectivePolicy | undefined> | undefined;
+    for (let k = 1; k < keys.length; k++) {
+      const other = this.of(keys[k]!);
+      if (other === first || distinct?.includes(other)) continue;
+      (distinct ??= [first]).push(other);
     }
-    return best ?? this.global;
+    if (distinct === undefined) return first;
+    const id = distinct
+      .map(identity)
+      .sort((a, b) => a - b)
+      .join(',');
+    let found = this.combined.get(id);
+    if (found === undefined) {
+      found = strictest(this.base, distinct);
+      if (this.combined.size < 1_000) this.combined.set(id, found);
+      this.made(found);
+    }
+    return found;
   }
+}
+
+const FAIL_ORDER: readonly FailMode[] = ['closed', 'memory', 'open'];
+
+/** A number per effective policy object (0: the base), to name a combination of them. */
+const identities = new WeakMap<EffectivePolicy, number>();
+let lastIdentity = 0;
+function identity(effective: EffectivePolicy | undefined): number {
+  if (effective === undefined) return 0;
+  let id = identities.get(effective);
+  if (id === undefined) {
+    id = ++lastIdentity;
+    identities.set(effective, id);
+  }
+  return id;
+}
+
+/** The strictest of some policies of one base (undefined: the base itself), as one policy. */
+function strictest(
+  base: ResolvedPolicy,
+  parts: ReadonlyArray<EffectivePolicy | undefined>,
+): EffectivePolicy {
+  const policies = parts.map((p) => p?.policy ?? base);
+  const limits = base.limits.map((rule, i) => ({
+    limit: Math.min(...policies.map((p) => p.limits[i]!.limit)),
+  }));
+  const modes = policies.map((p) => p.failMode).filter((m): m is FailMode => m !== undefined);
+  const failMode = FAIL_ORDER.find((m) => modes.includes(m));
+  const blocks = policies.map((p) => p.block).filter((b): b is BlockRule => b !== undefined);
+  const block = blocks.sort((a, b) => b.durationMs - a.durationMs)[0];
+  const change: PolicyChange = {
+    ...(ALGORITHM_DEFINITIONS[base.algorithm].usesBurst ? {} : { limits }),
+    shadow: policies.every((p) => p.shadow === true),
+    ...(failMode !== undefined && { failMode }),
+    block: block === undefined ? null : blockOptionsOf(block)!,
+  };
+  return Object.freeze({
+    policy: applyChange(base, change),
+    version: Math.max(...parts.map((p) => p?.version ?? -1)),
+  });
 }
 
 /**
@@ -116,6 +185,8 @@ export class PolicyOverrides {
   private stored: readonly PolicyOverride[] = [];
   /** The store version {@link stored} was read at (-1: never read). */
   private readVersion = -1;
+  /** The store's stamp when {@link stored} was read. */
+  private readStamp: string | undefined;
   /** Which stored overrides were in force when the table was built (their versions, joined). */
   private inForce = '';
   /** Per base policy, its overrides in force (null: none), built on first use after each change. */
@@ -184,9 +255,21 @@ export class PolicyOverrides {
    * whose `from` or `until` passed since. Resolves whether what is in force here changed.
    */
   async refresh(): Promise<boolean> {
-    const version = await this.book.version();
-    if (version !== this.readVersion) {
-      const { version: read, overrides, unreadable } = await this.book.list();
+    try {
+      await this.read();
+    } catch (error) {
+      // A `from` or `until` passes on time even while the store cannot be read.
+      this.rebuildIfDue();
+      throw error;
+    }
+    return this.rebuildIfDue();
+  }
+
+  /** Reads the overrides when the store's stamp moved (a write, or the store lost them). */
+  private async read(): Promise<void> {
+    const stamp = await this.book.stamp();
+    if (stamp !== this.readStamp) {
+      const { version: read, overrides, unreadable, stamp: listed } = await this.book.list();
       for (const text of unreadable) {
         this.warnOnce(
           `unreadable:${text}`,
@@ -195,8 +278,8 @@ export class PolicyOverrides {
       }
       this.stored = overrides;
       this.readVersion = read;
+      this.readStamp = listed;
     }
-    return this.rebuildIfDue();
   }
 
   /**
@@ -340,7 +423,9 @@ export class PolicyOverrides {
     }
     const scoped = [...byLength.entries()].sort(([a], [b]) => b - a);
     if (globalEffective === undefined && scoped.length === 0) return null;
-    return new PolicyEntry(globalEffective, scoped);
+    return new PolicyEntry(base, globalEffective, scoped, (made) =>
+      this.byLimits.set(made.policy.limits, made),
+    );
   }
 
   /** `base` with each override's change applied in turn; one that does not apply is skipped (warned). */

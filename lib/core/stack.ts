@@ -181,6 +181,13 @@ export async function decideAll(
       );
     }
     const asked = part.limiter.decider.request(part.keys, { cost: part.cost });
+    const most = Math.min(...asked.limits.map((rule) => rule.burst));
+    if (asked.cost > most) {
+      // Only a live override's lower limit gets here (the policy's own was checked).
+      throw new RangeError(
+        `${caller}(): part ${i} ('${asked.policy}') costs ${asked.cost}, above the limit of ${most} a live override sets for its keys`,
+      );
+    }
     // A spend to be settled by its receipts (beginAll) is registered in its keys' ledgers, as
     // begin() does; a lease needs none.
     const request =

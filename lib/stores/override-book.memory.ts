@@ -25,7 +25,16 @@ export class MemoryOverrideBook implements OverrideBook {
     return Promise.resolve(this.current);
   }
 
-  list(): Promise<{ version: number; overrides: PolicyOverride[]; unreadable: string[] }> {
+  stamp(): Promise<string> {
+    return Promise.resolve(`:${this.current}`);
+  }
+
+  list(): Promise<{
+    version: number;
+    stamp: string;
+    overrides: PolicyOverride[];
+    unreadable: string[];
+  }> {
     this.dropPassed();
     const overrides: PolicyOverride[] = [];
     const unreadable: string[] = [];
@@ -35,7 +44,12 @@ export class MemoryOverrideBook implements OverrideBook {
       else overrides.push(parsed);
     }
     overrides.sort((a, b) => a.version - b.version);
-    return Promise.resolve({ version: this.current, overrides, unreadable });
+    return Promise.resolve({
+      version: this.current,
+      stamp: `:${this.current}`,
+      overrides,
+      unreadable,
+    });
   }
 
   set(write: OverrideWrite): Promise<PolicyOverride> {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type {
   OverrideBook,
   OverrideHistoryEntry,
@@ -38,7 +39,7 @@ export class RedisOverrideBook implements OverrideBook {
     private readonly scriptNow: () => string,
   ) {
     const base = `${prefix}{overrides}`;
-    this.keys = [`${base}:set`, `${base}:version`, `${base}:history`];
+    this.keys = [`${base}:set`, `${base}:version`, `${base}:history`, `${base}:generation`];
   }
 
   now(): number {
@@ -49,8 +50,13 @@ export class RedisOverrideBook implements OverrideBook {
     return Number(await this.read('version'));
   }
 
+  async stamp(): Promise<string> {
+    return String(await this.read('stamp'));
+  }
+
   async list(): Promise<{
     version: number;
+    stamp: string;
     overrides: PolicyOverride[];
     unreadable: string[];
   }> {
@@ -58,13 +64,13 @@ export class RedisOverrideBook implements OverrideBook {
     const now = Number(reply[1]);
     const overrides: PolicyOverride[] = [];
     const unreadable: string[] = [];
-    for (let i = 2; i + 1 < reply.length; i += 2) {
+    for (let i = 3; i + 1 < reply.length; i += 2) {
       const parsed = parseOverride(String(reply[i + 1]));
       if (parsed === undefined) unreadable.push(String(reply[i + 1]));
       else if (parsed.until === undefined || parsed.until > now) overrides.push(parsed); // (passed: gone at the next write)
     }
     overrides.sort((a, b) => a.version - b.version);
-    return { version: Number(reply[0]), overrides, unreadable };
+    return { version: Number(reply[0]), stamp: String(reply[2]), overrides, unreadable };
   }
 
   async set(write: OverrideWrite): Promise<PolicyOverride> {
@@ -109,7 +115,7 @@ export class RedisOverrideBook implements OverrideBook {
     return entries;
   }
 
-  private read(mode: 'version' | 'list'): Promise<unknown> {
+  private read(mode: 'version' | 'stamp' | 'list'): Promise<unknown> {
     return this.run('overrides/read', this.keys, [this.scriptNow(), 0, 0, mode, '', 0]);
   }
 
@@ -125,7 +131,7 @@ export class RedisOverrideBook implements OverrideBook {
       0,
       0,
       action,
-      '',
+      randomBytes(9).toString('base64url'),
       overrideField(policy, scope),
       write === undefined ? '' : overrideJson(write),
       write?.until ?? '',

@@ -1,3 +1,4 @@
+import { CHANGE_FIELDS } from '../core/overrides';
 import type {
   OverrideHistoryEntry,
   PolicyChange,
@@ -11,6 +12,36 @@ export const MAX_OVERRIDE_HISTORY = 10_000;
 export const OVERRIDE_HISTORY_KEEP_MS = 366 * 86_400_000;
 /** The format of a stored override this version writes (a newer one is not read). */
 export const OVERRIDE_FORMAT = 1;
+
+/** The longest stored override read (its text); a longer one is not an override of ours. */
+export const MAX_OVERRIDE_TEXT = 16_384;
+
+/** A flat object of scalars (a limit entry, a lockout), as JSON gives it. */
+function isFlat(value: unknown): boolean {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  return Object.values(value).every(
+    (v) => v === null || ['number', 'string', 'boolean'].includes(typeof v),
+  );
+}
+
+/**
+ * Whether a stored change has the shape of a {@link PolicyChange}: known fields only, each of its
+ * kind, nothing nested deeper than a list of flat limits (what `applyChange` then validates).
+ */
+function isChangeShaped(change: unknown): change is PolicyChange {
+  if (change === null || typeof change !== 'object' || Array.isArray(change)) return false;
+  for (const [field, value] of Object.entries(change)) {
+    if (!CHANGE_FIELDS.includes(field)) return false;
+    if (field === 'limits') {
+      if (!Array.isArray(value) || value.length > 16 || !value.every(isFlat)) return false;
+    } else if (field === 'block') {
+      if (value !== null && !isFlat(value)) return false;
+    } else if (value !== null && typeof value === 'object') {
+      return false;
+    }
+  }
+  return true;
+}
 
 /** The field an override is stored under: its policy and scope. */
 export function overrideField(policy: string, scope: string): string {
@@ -27,6 +58,7 @@ export function overrideJson(write: OverrideWrite): string {
  * redlimit cannot read it (a newer format, or not an override at all).
  */
 export function parseOverride(value: string): PolicyOverride | undefined {
+  if (value.length > MAX_OVERRIDE_TEXT) return undefined;
   const match = /^(\d+):(\d+):(\d*):([\s\S]*)$/.exec(value);
   if (!match) return undefined;
   let json: unknown;
@@ -41,7 +73,7 @@ export function parseOverride(value: string): PolicyOverride | undefined {
   if (typeof policy !== 'string' || typeof scope !== 'string' || typeof actor !== 'string') {
     return undefined;
   }
-  if (change === null || typeof change !== 'object' || Array.isArray(change)) return undefined;
+  if (!isChangeShaped(change)) return undefined;
   if (from !== undefined && typeof from !== 'number') return undefined;
   if (until !== undefined && typeof until !== 'number') return undefined;
   if (reason !== undefined && typeof reason !== 'string') return undefined;
@@ -79,7 +111,7 @@ export function parseHistory(
     action,
     policy,
     scope,
-    ...(change !== undefined && { change: change as PolicyChange }),
+    ...(change !== undefined && isChangeShaped(change) && { change }),
     ...(typeof from === 'number' && { from }),
     ...(typeof until === 'number' && { until }),
     version,

@@ -5,8 +5,10 @@ history (a capped stream). An override is kept as "<version>:<at>:<until>:<json>
 ("<policy>\n<scope>"); the JSON is the app's, never decoded here. Overrides whose `until` has
 passed are removed on the way (they are no longer in force anywhere).
 
-KEYS   [1] the overrides (hash)  [2] the version  [3] the history (stream)
-ARGV   [1] now ('' for Redis TIME)  [2]-[3] unused  [4] 'set' or 'unset'  [5] unused
+KEYS   [1] the overrides (hash)  [2] the version  [3] the history (stream)  [4] the generation
+ARGV   [1] now ('' for Redis TIME)  [2]-[3] unused  [4] 'set' or 'unset'
+       [5] a random generation, kept if none is stored (so a version number that repeats after
+       the store lost its overrides comes with another generation: readers read again)
        [6] the field  [7] the override's JSON ('' to unset)  [8] its until ('' for none)
        [9] the history entry's JSON  [10] most history entries kept  [11] ms the history is kept
        after its last entry
@@ -15,6 +17,7 @@ nothing), the store's clock, and 1 when something was set or removed
 ]]
 local function main()
   local set, version = ARGV[4] == 'set', tonumber(rcall('GET', KEYS[2])) or 0
+  rcall('SET', KEYS[4], ARGV[5], 'NX')
   local changed = 1
   if set then
     version = rcall('INCR', KEYS[2])

@@ -360,6 +360,14 @@ function isResolverClass(fn: unknown): fn is Type<PolicyResolverService> {
 
 /** One override in a line: policy, scope, change, window of time, version, who and why. */
 export function describeOverride(override: PolicyOverride): string {
+  try {
+    return describeOnce(override);
+  } catch {
+    return `${override.policy} (version ${override.version}): a change that cannot be shown`;
+  }
+}
+
+function describeOnce(override: PolicyOverride): string {
   const when = [
     override.from !== undefined ? `from ${new Date(override.from).toISOString()}` : '',
     override.until !== undefined ? `until ${new Date(override.until).toISOString()}` : '',
