@@ -234,8 +234,10 @@ export class BoardApp {
   ): Promise<BoardResponse> {
     const { setOverride, clearOverride } = this.source;
     const policy = field(request.body, 'policy') ?? '';
+    // A typed scope comes as `scope`; one of a listed override as `scope64` (base64url, as keys).
+    const scope64 = field(request.body, 'scope64');
     const scope =
-      fromKey64(field(request.body, 'scope64') ?? '') ?? field(request.body, 'scope') ?? '';
+      scope64 !== undefined ? (fromKey64(scope64) ?? '') : (field(request.body, 'scope') ?? '');
     const reason = (field(request.body, 'reason') ?? '').trim();
     const page = async (text: string, error = false) =>
       this.render(request, '', {
@@ -420,6 +422,7 @@ export class BoardApp {
       readOnly: this.readOnly,
       now: this.source.book.now(),
       actionable: new Set(this.source.limiters().map((l) => l.policy.name)),
+      overridable: this.source.setOverride !== undefined && this.source.clearOverride !== undefined,
       grantable: new Set(
         this.source
           .limiters()

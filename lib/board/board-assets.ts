@@ -37,6 +37,9 @@ td code, .key { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; fon
 .notice.error { border-color: var(--refused); }
 form.inline { display: inline; margin: 0 .2rem 0 0; }
 input.units { width: 5em; font: inherit; margin: 0 .2rem; }
+form.override { display: flex; flex-wrap: wrap; gap: .4rem .8rem; align-items: center; margin: .6rem 0; }
+form.override select, form.override input { min-width: 0; }
+form.override input.units { width: 6em; }
 form.lookup { display: flex; gap: .5rem; flex-wrap: wrap; align-items: center;
   margin: 0 0 1rem; padding: .6rem; background: var(--panel); border-radius: 6px; }
 input[type=text], select { font: inherit; padding: .3rem .4rem; border: 1px solid var(--line);

@@ -28,6 +28,8 @@ export interface PageContext {
   readonly actionable: ReadonlySet<string>;
   /** Of those, the policies that can grant room (every algorithm but `concurrency`). */
   readonly grantable: ReadonlySet<string>;
+  /** Whether overrides can be set and removed from here (the store keeps live limits). */
+  readonly overridable?: boolean;
 }
 
 /** Minutes of rates the Policies page draws. */
@@ -116,7 +118,7 @@ export function policiesPage(
     </p>`,
     html`<h2>Live overrides</h2>`,
     table(
-      ['policy', 'for', 'change', 'when', 'version', 'by', 'why'],
+      ['policy', 'for', 'change', 'when', 'version', 'by', 'why', ''],
       overrides.map((o) => [
         o.policy,
         o.scope === '' ? 'every key' : keyHtml(o.scope),
@@ -125,14 +127,71 @@ export function policiesPage(
         `v${o.version}`,
         o.actor,
         o.reason ?? '',
+        ctx.readOnly || !ctx.overridable || !ctx.actionable.has(o.policy)
+          ? ''
+          : postForm(
+              ctx.base,
+              'override-clear',
+              ctx.csrf,
+              { policy: o.policy, scope64: key64(o.scope) },
+              'Remove',
+              {
+                confirm: `Remove this override of ${o.policy}? The configured policy applies again.`,
+              },
+            ),
       ]),
     ),
+    ctx.readOnly || !ctx.overridable ? html`` : overrideForm(ctx),
     html`<p class="note">
       Changes of policies kept in the store, applied by every app within its poll (<code
         >redlimit policies set|unset|history</code
       >; the limits above are the apps' own).
     </p>`,
   ]);
+}
+
+/** The form that sets an override from the Policies page (a limit and / or shadow mode). */
+function overrideForm(ctx: PageContext): Html {
+  const policies = [...ctx.actionable].sort();
+  return html`<form
+    method="post"
+    action="${ctx.base}/override"
+    class="override"
+    data-confirm="Change this policy for every app of the fleet?"
+  >
+    <input type="hidden" name="csrf" value="${ctx.csrf}" />
+    <label
+      >policy
+      <select name="policy">
+        ${policies.map((p) => html`<option value="${p}">${p}</option>`)}
+      </select></label
+    >
+    <label
+      >for keys starting <input name="scope" maxlength="512" placeholder="(every key)"
+    /></label>
+    <label>limit <input type="number" name="limit" min="1" step="1" class="units" /></label>
+    <label
+      >shadow
+      <select name="shadow">
+        <option value="">unchanged</option>
+        <option value="on">on</option>
+        <option value="off">off</option>
+      </select></label
+    >
+    <label
+      >for
+      <select name="until">
+        <option value="1h">1 hour</option>
+        <option value="15m">15 minutes</option>
+        <option value="4h">4 hours</option>
+        <option value="1d">1 day</option>
+        <option value="7d">7 days</option>
+        <option value="">until removed</option>
+      </select></label
+    >
+    <label>why <input name="reason" maxlength="512" /></label>
+    <button type="submit">Set override</button>
+  </form>`;
 }
 
 /** When an override is in force, as the Policies page says it. */

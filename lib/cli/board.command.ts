@@ -5,6 +5,7 @@ import { cliActor } from './cli-actor.util';
 import { BoardApp, cookieOf } from '../board/board-app';
 import type { BoardSource } from '../board/board-request';
 import { Limiter } from '../core/limiter';
+import { PolicyOverrides } from '../core/policy-overrides';
 import type { PolicyOptions } from '../core/policy';
 import type { PolicyCard } from '../stores/board-book';
 import type { RedisStore } from '../stores/redis.store';
@@ -57,6 +58,9 @@ export async function serveBoard(
 ): Promise<RunningBoard> {
   const token = options.token ?? randomBytes(24).toString('base64url');
   const limiters = new Map<string, Limiter>();
+  // Peeks show the limits in force; overrides set here are checked against these policies.
+  const liveLimits = new PolicyOverrides(store.overrides(), { pollMs: 1_000 });
+  await liveLimits.start().catch(() => undefined); // (a store that does not answer: it warns)
   const limiterOf = (definition: PolicyOptions): void => {
     if (limiters.has(definition.name)) return;
     try {
@@ -66,7 +70,11 @@ export async function serveBoard(
         new Limiter(
           store,
           { ...definition, failMode: 'closed' },
-          { timeoutMs: options.timeoutMs, onStoreFailure: () => undefined },
+          {
+            timeoutMs: options.timeoutMs,
+            onStoreFailure: () => undefined,
+            overrides: liveLimits,
+          },
         ),
       );
     } catch {
@@ -84,6 +92,9 @@ export async function serveBoard(
     clientIp: (address) => config.clientIp(address),
     via: 'cli',
     overrides: async () => (await store.overrides().list()).overrides,
+    setOverride: (policy, change, options) =>
+      liveLimits.set(limiters.get(policy)!.policy, change, options),
+    clearOverride: (policy, options) => liveLimits.clear(policy, options),
   };
   const app = new BoardApp(source, { readOnly: options.readOnly });
   const actor = cliActor();
@@ -140,6 +151,7 @@ export async function serveBoard(
     loginUrl: `${url}/?token=${token}`,
     close: () =>
       new Promise<void>((resolve) => {
+        liveLimits.stop();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

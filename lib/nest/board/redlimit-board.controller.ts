@@ -55,6 +55,16 @@ export class BoardRoutes {
     return this.board.serve(req, res, 'grant');
   }
 
+  @Post('override')
+  override(@Req() req: unknown, @Res() res: unknown): Promise<void> {
+    return this.board.serve(req, res, 'override');
+  }
+
+  @Post('override-clear')
+  overrideClear(@Req() req: unknown, @Res() res: unknown): Promise<void> {
+    return this.board.serve(req, res, 'override-clear');
+  }
+
   @Get('shadow')
   shadow(@Req() req: unknown, @Res() res: unknown): Promise<void> {
     return this.board.serve(req, res, 'shadow');

@@ -51,6 +51,8 @@ export class RedlimitBoard implements OnModuleInit, OnApplicationShutdown {
       via: 'board',
       ...(registry.liveLimits !== undefined && {
         overrides: () => registry.liveLimits!.list(),
+        setOverride: (policy, change, options) => registry.override(policy, change, options),
+        clearOverride: (policy, options) => registry.clearOverride(policy, options),
       }),
     };
     this.app = new BoardApp(source, { readOnly: options.readOnly === true });

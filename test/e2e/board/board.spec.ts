@@ -221,6 +221,58 @@ describe.each(PLATFORMS)('ops board on %s', (platform) => {
       }
     });
 
+    it('sets and removes a live override from the Policies page (POSTs with the CSRF token), audited', async () => {
+      const registry = running.app.get(LimiterRegistry);
+      const { body, cookie, csrf } = await page();
+      expect(body).toContain(`action="/ops/limits/override"`);
+      const bad = await post(
+        'override',
+        { policy: 'search', scope: '', limit: '0', csrf: csrf! },
+        { cookie: cookie! },
+      );
+      expect(await bad.text()).toContain('Give the limit as a whole number of at least 1.');
+      const unknown = await post(
+        'override',
+        { policy: 'nope', limit: '3', csrf: csrf! },
+        { cookie: cookie! },
+      );
+      expect(await unknown.text()).toContain('cannot change policy &#39;nope&#39;');
+      expect((await registry.listOverrides()).length).toBe(0);
+
+      const set = await post(
+        'override',
+        { policy: 'search', scope: 'ip:', limit: '7', until: '1h', reason: 'launch', csrf: csrf! },
+        { cookie: cookie! },
+      );
+      expect(set.status).toBe(200);
+      expect(await set.text()).toContain(
+        'Set: search for keys starting &#34;ip:&#34; {&#34;limit&#34;:7}',
+      );
+      const [stored] = await registry.listOverrides();
+      expect(stored).toMatchObject({
+        policy: 'search',
+        scope: 'ip:',
+        change: { limit: 7 },
+        actor: 'ada',
+        reason: 'launch',
+      });
+      // An hour from the board's estimate of the store clock (`at` is the store's own stamp).
+      expect(Math.abs(stored!.until! - stored!.at - 3_600_000)).toBeLessThan(60_000);
+
+      const cleared = await post(
+        'override-clear',
+        { policy: 'search', scope64: Buffer.from('ip:').toString('base64url'), csrf: csrf! },
+        { cookie: cookie! },
+      );
+      expect(await cleared.text()).toContain(
+        'Removed the override of search for keys starting &#34;ip:&#34;',
+      );
+      expect(await registry.listOverrides()).toEqual([]);
+      const audit = await page('/audit');
+      expect(audit.body).toMatch(/<td>override<\/td>/);
+      expect(audit.body).toMatch(/<td>override-clear<\/td>/);
+    });
+
     it('draws each policy’s rates once the recorder has written them', async () => {
       await running.request('/search');
       await flush();
@@ -251,6 +303,14 @@ describe.each(PLATFORMS)('ops board on %s', (platform) => {
         body: new URLSearchParams({ policy: 'login', key: 'email:x', units: '1', csrf }).toString(),
       });
       expect(grant.status).toBe(403);
+      const override = await fetch(`${running.url}/ops/limits/override`, {
+        method: 'POST',
+        headers: { ...OPS, cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ policy: 'login', limit: '99', csrf }).toString(),
+      });
+      expect(override.status).toBe(403);
+      const policies = await (await running.request('/ops/limits', { headers: OPS })).text();
+      expect(policies).not.toContain('/ops/limits/override"');
     } finally {
       await running.close();
     }

@@ -292,7 +292,7 @@ describe.each(PLATFORMS)('ops board under attack on %s', (platform) => {
         }
         for (const [tag] of body.matchAll(/<form[^>]*>/g)) {
           expect(tag).toMatch(/method="post"/);
-          expect(tag).toMatch(/action="\/ops\/limits\/(key|unlock)"/);
+          expect(tag).toMatch(/action="\/ops\/limits\/(key|unlock|grant|override|override-clear)"/);
         }
       }
     });
