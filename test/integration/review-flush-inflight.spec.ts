@@ -29,29 +29,35 @@ describe('FUNCTION FLUSH with calls in flight', () => {
       const client = new Redis(redisUrl());
       const admin = new Redis(redisUrl());
       clients.push(client, admin);
-      const limiter = new Limiter(
-        new RedisStore({ client, prefix: uniquePrefix('flush'), coalesce }),
-        policy,
-        { timeoutMs: 5000, failMode: 'closed' },
-      );
-      await limiter.peek('warm');
       const loads = async () =>
         Number(
           /cmdstat_function\|load:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0,
         );
-      const loadsBefore = await loads();
-      const calls: Array<Promise<{ allowed: boolean; failure?: unknown }>> = [];
-      for (let round = 0; round < 3; round++) {
-        for (let i = 0; i < 20; i++) calls.push(limiter.consume('k'));
-        if (round < 2) void admin.call('function', 'flush', 'sync');
-        await Promise.resolve();
+      // Whether a flush lands while calls are in flight (on another connection) is up to the
+      // machine: the run is repeated, each time checked in full, until one did (at most 8).
+      let hit = false;
+      for (let run = 0; run < 8 && !hit; run++) {
+        const limiter = new Limiter(
+          new RedisStore({ client, prefix: uniquePrefix('flush'), coalesce }),
+          policy,
+          { timeoutMs: 5000, failMode: 'closed' },
+        );
+        await limiter.peek('warm');
+        const loadsBefore = await loads();
+        const calls: Array<Promise<{ allowed: boolean; failure?: unknown }>> = [];
+        for (let round = 0; round < 3; round++) {
+          for (let i = 0; i < 20; i++) calls.push(limiter.consume('k'));
+          if (round < 2) void admin.call('function', 'flush', 'sync');
+          await Promise.resolve();
+        }
+        const decisions = await Promise.all(calls);
+        expect(decisions.filter((d) => d.failure !== undefined)).toEqual([]);
+        const memory = new Limiter(new MemoryStore(), policy);
+        const expected = await Promise.all(calls.map(() => memory.consume('k')));
+        expect(decisions.map((d) => d.allowed)).toEqual(expected.map((d) => d.allowed));
+        hit = (await loads()) > loadsBefore; // the flush did hit calls in flight
       }
-      const decisions = await Promise.all(calls);
-      expect(decisions.filter((d) => d.failure !== undefined)).toEqual([]);
-      expect(await loads()).toBeGreaterThan(loadsBefore); // the flush did hit calls in flight
-      const memory = new Limiter(new MemoryStore(), policy);
-      const expected = await Promise.all(calls.map(() => memory.consume('k')));
-      expect(decisions.map((d) => d.allowed)).toEqual(expected.map((d) => d.allowed));
+      expect(hit).toBe(true);
     },
   );
 });
