@@ -326,7 +326,7 @@ export function checkScope(scope: unknown): string {
       `override scope is ${scope.length} characters; at most ${MAX_SCOPE_LENGTH}`,
     );
   }
-  if (!isWellFormed(scope)) {
+  if (!scope.isWellFormed()) {
     throw new RangeError('override scope is not well-formed text (a lone surrogate)');
   }
   return scope;
@@ -351,7 +351,7 @@ export function checkInstant(value: unknown, name: string): number | undefined {
 /** A short, one-line note (actor, reason), or undefined. */
 export function checkNote(value: unknown, name: string): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value.length > MAX_NOTE_LENGTH || !isWellFormed(value)) {
+  if (typeof value !== 'string' || value.length > MAX_NOTE_LENGTH || !value.isWellFormed()) {
     throw new TypeError(`override ${name} must be text of at most ${MAX_NOTE_LENGTH} characters`);
   }
   return value;
@@ -362,9 +362,4 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (typeof value === 'string') return JSON.stringify(value);
   return typeof value === 'number' || typeof value === 'boolean' ? String(value) : typeof value;
-}
-
-/** Whether a string has no lone surrogate (Redis would store one as U+FFFD). */
-function isWellFormed(text: string): boolean {
-  return !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 }

@@ -1,6 +1,6 @@
 import { ALGORITHM_DEFINITIONS } from './algorithms/algorithm.registry';
 import type { BlockRule } from './policy-block';
-import type { FailMode, LimitRule, ResolvedPolicy } from './policy';
+import { type FailMode, type LimitRule, NAME_PATTERN, type ResolvedPolicy } from './policy';
 import {
   applyChange,
   blockOptionsOf,
@@ -343,7 +343,7 @@ export class PolicyOverrides {
    */
   async clear(policy: string, options: ClearOverrideOptions = {}): Promise<boolean> {
     checkOptions(options, CLEAR_OPTIONS, 'clearOverride options');
-    if (typeof policy !== 'string' || !/^[A-Za-z0-9_.:-]{1,64}$/.test(policy)) {
+    if (typeof policy !== 'string' || !NAME_PATTERN.test(policy)) {
       throw new TypeError(
         `clearOverride: a policy name is 1-64 of letters, digits and _.:- ; got ${JSON.stringify(policy)}`,
       );

@@ -125,7 +125,8 @@ const POLICY_FIELDS: ReadonlySet<string> = new Set([
   'shadow',
 ]);
 const LIMIT_FIELDS: ReadonlySet<string> = new Set(['limit', 'window', 'burst']);
-const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
+/** What a policy name may be: 1-64 letters, digits and `_.:-`. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.:-]{1,64}$/;
 
 /**
  * Validates a policy and converts its durations to milliseconds.
